@@ -1,0 +1,313 @@
+//! The configuration schema. Every section has defaults; a TOML file and
+//! `CUZK_*` environment variables override them (see `crate::load`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bytes::ByteSize;
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub pipeline: PipelineConfig,
+    pub stages: StagesConfig,
+    pub channels: ChannelsConfig,
+    pub arenas: ArenasConfig,
+    pub threads: ThreadsConfig,
+    pub gpu: GpuConfig,
+    pub memory: MemoryConfig,
+    pub srs: SrsConfig,
+    pub engine: EngineConfig,
+    pub timeline: TimelineConfig,
+    pub tracing: TracingConfig,
+    pub metrics: MetricsConfig,
+    pub logging: LoggingConfig,
+    pub daemon: DaemonConfig,
+}
+
+/// The interlock variants: each is a graph declaration in `cuzk-pipelines`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variant {
+    /// One GPU worker per device.
+    #[default]
+    Serial,
+    /// `gpu.workers_per_device` workers alternate on one per-device lock;
+    /// b_g2_msm runs after the lock is released (the seeds' phase 9).
+    SingleLock,
+    /// A staging node under a memory lock and a compute node under a compute
+    /// lock, so one partition stages while another computes (phase 10).
+    TwoLock,
+    /// single_lock, with synthesis paused while b_g2_msm runs (phase 11).
+    Throttled,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 4] = [
+        Self::Serial,
+        Self::SingleLock,
+        Self::TwoLock,
+        Self::Throttled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Serial => "serial",
+            Self::SingleLock => "single_lock",
+            Self::TwoLock => "two_lock",
+            Self::Throttled => "throttled",
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    pub variant: Variant,
+}
+
+/// Workers of one CPU stage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StageConfig {
+    pub workers: usize,
+}
+
+impl Default for StageConfig {
+    fn default() -> Self {
+        Self { workers: 1 }
+    }
+}
+
+impl StageConfig {
+    fn with(workers: usize) -> Self {
+        Self { workers }
+    }
+}
+
+/// Workers per CPU stage. The GPU stage's workers are `gpu.workers_per_device`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StagesConfig {
+    pub synth: StageConfig,
+    pub prep_msm: StageConfig,
+    pub b_g2_msm: StageConfig,
+    pub assemble: StageConfig,
+}
+
+impl Default for StagesConfig {
+    fn default() -> Self {
+        Self {
+            synth: StageConfig::with(2),
+            prep_msm: StageConfig::with(1),
+            b_g2_msm: StageConfig::with(1),
+            assemble: StageConfig::with(1),
+        }
+    }
+}
+
+/// Edge capacities: `default` for every edge, `into.<node>` for the edge into
+/// one node (node names depend on the variant; `cuzk config show` lists them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChannelsConfig {
+    pub default: usize,
+    pub into: BTreeMap<String, usize>,
+}
+
+impl Default for ChannelsConfig {
+    fn default() -> Self {
+        Self {
+            default: 2,
+            into: BTreeMap::new(),
+        }
+    }
+}
+
+/// Arenas bound host memory: at most `count` partitions hold one at a time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArenasConfig {
+    /// How many arenas (0 = enough for every worker to hold one, plus the edges between them).
+    pub count: usize,
+    /// Largest arena; a partition that needs more fails with a clear error.
+    pub max_bytes: ByteSize,
+}
+
+impl Default for ArenasConfig {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            max_bytes: ByteSize::gib(16),
+        }
+    }
+}
+
+/// CPU pool sizes (0 = the number of cores).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThreadsConfig {
+    /// Threads running circuit synthesis.
+    pub synthesis: usize,
+    /// Threads running NTTs, MSMs and preparation on the CPU.
+    pub groth16: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The GPU where one is found and the binary carries kernels, else the CPU.
+    #[default]
+    Auto,
+    Cpu,
+    /// Fail at start if no GPU can be used.
+    Gpu,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpuConfig {
+    pub backend: Backend,
+    /// Device ordinals to use; empty means every device found.
+    pub devices: Vec<usize>,
+    /// Present the CPU backend (or one GPU) as this many logical devices, each
+    /// with its own workers and locks (0 = one per physical device).
+    pub logical_devices: usize,
+    /// GPU workers per device (serial always uses 1).
+    pub workers_per_device: usize,
+    /// Device memory the engine may use per device (0 = 90% of what is free at start).
+    pub vram_budget: ByteSize,
+    /// Keep SRS points in device memory when they fit the budget.
+    pub srs_resident: bool,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        Self {
+            backend: Backend::Auto,
+            devices: vec![],
+            logical_devices: 0,
+            workers_per_device: 2,
+            vram_budget: ByteSize(0),
+            srs_resident: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Host memory the arenas may map in total (0 = no limit beyond `arenas`).
+    pub budget: ByteSize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrsConfig {
+    /// Where `cuzk prove` and `cuzk bench` keep generated parameter files.
+    pub cache_dir: PathBuf,
+}
+
+impl Default for SrsConfig {
+    fn default() -> Self {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        Self {
+            cache_dir: base.join("cuzk").join("params"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// Verify every proof with bellperson's verifier before returning it.
+    pub self_verify: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimelineConfig {
+    /// Emit TIMELINE events.
+    pub enabled: bool,
+    /// Write them to this file instead of stderr.
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TracingConfig {
+    /// Export spans over OTLP/gRPC.
+    pub otlp: bool,
+    pub endpoint: String,
+    pub service_name: String,
+}
+
+impl Default for TracingConfig {
+    fn default() -> Self {
+        Self {
+            otlp: false,
+            endpoint: "http://127.0.0.1:4317".into(),
+            service_name: "cuzk".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Serve Prometheus metrics here (e.g. "127.0.0.1:9464").
+    pub listen: Option<SocketAddr>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingConfig {
+    pub format: LogFormat,
+    /// A tracing filter, like "info" or "cuzk=debug".
+    pub level: String,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Human,
+            level: "info".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// gRPC listen address of `cuzk daemon`.
+    pub listen: SocketAddr,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9820".parse().expect("valid literal"),
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! cuzk-engine: a generic staged dataflow runtime.
+//!
+//! A graph is declared as data ([`GraphSpec`]): nodes naming a [`Stage`]
+//! implementation, their worker counts and CPU pool, the resources they hold,
+//! and bounded edges between them. [`RuntimeBuilder`] turns the declaration
+//! into running tokio tasks; a full edge blocks its producer, so nothing grows
+//! without bound. Jobs fan out into partitions and fan back in; an error in
+//! one partition fails its job and leaves the engine serving others.
+//!
+//! The runtime knows nothing about what the stages compute.
+
+pub mod arena;
+pub mod graph;
+pub mod job;
+pub mod observer;
+pub mod pool;
+mod resource;
+pub mod runtime;
+pub mod stage;
+
+pub use arena::{ArenaLease, ArenaPool, ArenaStats, ArenaView, LayoutBuilder, PageLocker, Region};
+pub use graph::{
+    EdgeSpec, GraphError, GraphSpec, NodeSpec, Placement, ResourceKind, ResourceSpec, SOURCE, Scope,
+};
+pub use job::{JobCanceller, JobError, JobHandle, JobId, JobOutput, PartitionOutput, StageTiming};
+pub use observer::{DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, Wait};
+pub use pool::CpuPools;
+pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
+pub use stage::{Cancelled, Stage, StageContext, StageRegistry};

@@ -1,0 +1,142 @@
+//! The unit of work: a stage transforms one item in place.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::arena::ArenaLease;
+use crate::job::JobId;
+use crate::observer::DeviceSpan;
+
+/// One step of the pipeline, run on one item (a partition) at a time.
+///
+/// `run` is called on the node's CPU pool (never on the async runtime), so it
+/// may block and use the pool's threads for parallel work. It knows nothing of
+/// channels, locks or other items: the runtime handles those around it.
+pub trait Stage<T>: Send + Sync + 'static {
+    fn run(&self, item: &mut T, cx: &mut StageContext<'_>) -> anyhow::Result<()>;
+}
+
+impl<T, F> Stage<T> for F
+where
+    F: Fn(&mut T, &mut StageContext<'_>) -> anyhow::Result<()> + Send + Sync + 'static,
+{
+    fn run(&self, item: &mut T, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        self(item, cx)
+    }
+}
+
+/// What a stage may know about where and for whom it runs.
+pub struct StageContext<'a> {
+    pub job: JobId,
+    pub partition: usize,
+    pub node: &'a str,
+    pub worker: usize,
+    /// The device this item is bound to, once a per-device node picked it up.
+    pub device: Option<usize>,
+    arena: Option<&'a mut ArenaLease>,
+    cancelled: &'a AtomicBool,
+    pub(crate) notes: Vec<(&'static str, String)>,
+    pub(crate) device_spans: Vec<DeviceSpan>,
+}
+
+/// The job this item belongs to was cancelled or failed elsewhere.
+#[derive(Debug, thiserror::Error)]
+#[error("job was cancelled")]
+pub struct Cancelled;
+
+impl<'a> StageContext<'a> {
+    pub(crate) fn new(
+        job: JobId,
+        partition: usize,
+        node: &'a str,
+        worker: usize,
+        device: Option<usize>,
+        arena: Option<&'a mut ArenaLease>,
+        cancelled: &'a AtomicBool,
+    ) -> Self {
+        Self {
+            job,
+            partition,
+            node,
+            worker,
+            device,
+            arena,
+            cancelled,
+            notes: Vec::new(),
+            device_spans: Vec::new(),
+        }
+    }
+
+    /// The arena this item carries. Errors if the graph gave it none, which is
+    /// a declaration bug (no node before this one `takes_arena`).
+    pub fn arena(&mut self) -> anyhow::Result<&mut ArenaLease> {
+        let node = self.node;
+        self.arena.as_deref_mut().ok_or_else(|| {
+            anyhow::anyhow!("stage `{node}` needs an arena but no node before it takes one")
+        })
+    }
+
+    /// True once the job is cancelled or failed; long stages poll it.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Returns `Err(Cancelled)` once the job is cancelled.
+    pub fn check_cancelled(&self) -> Result<(), Cancelled> {
+        if self.is_cancelled() {
+            Err(Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Attaches a detail to this stage's end event (`backend`, `points`, ...).
+    pub fn note(&mut self, key: &'static str, value: impl ToString) {
+        self.notes.push((key, value.to_string()));
+    }
+
+    /// Records device work measured by the stage itself (device events), so
+    /// timelines show device time rather than time holding a lock.
+    pub fn device_span(&mut self, label: &'static str, start: Instant, end: Instant) {
+        self.device_spans.push(DeviceSpan { label, start, end });
+    }
+}
+
+/// Stage implementations by name, for graph declarations to refer to.
+pub struct StageRegistry<T> {
+    stages: BTreeMap<String, Arc<dyn Stage<T>>>,
+}
+
+impl<T> Default for StageRegistry<T> {
+    fn default() -> Self {
+        Self {
+            stages: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> StageRegistry<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, name: &str, stage: Arc<dyn Stage<T>>) -> &mut Self {
+        self.stages.insert(name.to_string(), stage);
+        self
+    }
+
+    pub fn with(mut self, name: &str, stage: impl Stage<T>) -> Self {
+        self.register(name, Arc::new(stage));
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Stage<T>>> {
+        self.stages.get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.stages.keys().map(String::as_str).collect()
+    }
+}

@@ -1,0 +1,352 @@
+//! The runtime's guarantees, on a toy item type: backpressure bounds, error
+//! isolation, cancellation, arena bounds, device affinity and locks.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use cuzk_engine::{
+    ArenaPool, CpuPools, GraphSpec, JobError, LayoutBuilder, NodeSpec, ResourceKind,
+    RuntimeBuilder, SOURCE, Scope, StageContext, StageRegistry,
+};
+
+#[derive(Debug)]
+struct Item {
+    value: u64,
+    devices: Vec<Option<usize>>,
+}
+
+fn items(n: u64) -> Vec<Item> {
+    (0..n)
+        .map(|value| Item {
+            value,
+            devices: vec![],
+        })
+        .collect()
+}
+
+fn pools() -> CpuPools {
+    CpuPools::new().with("a", 2).unwrap().with("b", 4).unwrap()
+}
+
+/// A latch the test opens to let blocked stages go on.
+#[derive(Default)]
+struct Latch {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Latch {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.cv.wait(open).unwrap();
+        }
+    }
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+}
+
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    for _ in 0..2000 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_node_holds_exactly_capacity_plus_workers_upstream() {
+    const CAPACITY: usize = 3;
+    const SLOW_WORKERS: usize = 2;
+    let produced = Arc::new(AtomicUsize::new(0));
+    let latch = Arc::new(Latch::default());
+    let stages = StageRegistry::new()
+        .with("fast", {
+            let produced = produced.clone();
+            move |_: &mut Item, _: &mut StageContext<'_>| {
+                produced.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .with("slow", {
+            let latch = latch.clone();
+            move |_: &mut Item, _: &mut StageContext<'_>| {
+                latch.wait();
+                Ok(())
+            }
+        });
+    let spec = GraphSpec::new("bp")
+        .node(NodeSpec::new("fast", "fast", "FAST").pool("a"))
+        .node(
+            NodeSpec::new("slow", "slow", "SLOW")
+                .pool("b")
+                .workers(SLOW_WORKERS),
+        )
+        .edge(SOURCE, "fast", 1)
+        .edge("fast", "slow", CAPACITY);
+    let rt = RuntimeBuilder::new(spec, stages, pools()).start().unwrap();
+    let job = rt.submit("bp", items(20));
+
+    // The slow node's workers each hold one item, its edge holds CAPACITY, and
+    // the fast node's single worker holds one more, blocked on the full edge.
+    let bound = CAPACITY + SLOW_WORKERS + 1;
+    eventually("the fast node to fill the edge", || {
+        produced.load(Ordering::SeqCst) >= bound
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        produced.load(Ordering::SeqCst),
+        bound,
+        "nothing passes a full edge"
+    );
+    let status = rt.status();
+    let slow = status.nodes.iter().find(|n| n.name == "slow").unwrap();
+    assert_eq!((slow.queued, slow.busy), (CAPACITY, SLOW_WORKERS));
+    assert_eq!(
+        status.jobs_queued, 1,
+        "the job's remaining partitions wait at the source"
+    );
+
+    latch.open();
+    let out = job.await.unwrap();
+    assert_eq!(out.partitions.len(), 20);
+    let values: Vec<u64> = out.partitions.iter().map(|p| p.item.value).collect();
+    assert_eq!(
+        values,
+        (0..20).collect::<Vec<_>>(),
+        "fan-in restores partition order"
+    );
+    assert_eq!(produced.load(Ordering::SeqCst), 20);
+}
+
+fn failing_registry(attempts: Arc<AtomicUsize>) -> StageRegistry<Item> {
+    StageRegistry::new()
+        .with("check", move |item: &mut Item, _: &mut StageContext<'_>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            anyhow::ensure!(item.value != 13, "value {} is unlucky", item.value);
+            Ok(())
+        })
+        .with("double", |item: &mut Item, _: &mut StageContext<'_>| {
+            item.value *= 2;
+            Ok(())
+        })
+        .with("panicky", |item: &mut Item, _: &mut StageContext<'_>| {
+            assert!(item.value != 99, "item {} exploded", item.value);
+            Ok(())
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_failing_partition_fails_its_job_and_the_engine_keeps_serving() {
+    let spec = GraphSpec::new("f")
+        .node(
+            NodeSpec::new("check", "check", "CHECK")
+                .pool("a")
+                .workers(2),
+        )
+        .node(NodeSpec::new("double", "double", "DOUBLE").pool("b"))
+        .node(NodeSpec::new("panicky", "panicky", "P").pool("b"))
+        .edge(SOURCE, "check", 2)
+        .edge("check", "double", 2)
+        .edge("double", "panicky", 2);
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let rt = RuntimeBuilder::new(spec, failing_registry(attempts), pools())
+        .start()
+        .unwrap();
+
+    let bad = rt.submit("bad", items(16));
+    match bad.await {
+        Err(JobError::Failed {
+            node,
+            partition,
+            message,
+            ..
+        }) => {
+            assert_eq!((node.as_str(), partition), ("check", 13));
+            assert_eq!(message, "value 13 is unlucky");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+
+    let good = rt.submit("good", items(8)).await.unwrap();
+    assert_eq!(good.partitions[7].item.value, 14);
+
+    rt.idle().await;
+    let status = rt.status();
+    assert_eq!(status.items_in_flight, 0);
+    assert_eq!(status.jobs_running, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_stage_fails_only_its_job() {
+    let spec = GraphSpec::new("p")
+        .node(NodeSpec::new("panicky", "panicky", "P").pool("a"))
+        .edge(SOURCE, "panicky", 1);
+    let rt = RuntimeBuilder::new(spec, failing_registry(Arc::default()), pools())
+        .start()
+        .unwrap();
+    let mut boom = items(3);
+    boom[2].value = 99;
+    let err = rt.submit("boom", boom).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("partition 2 failed in stage `panicky`"),
+        "{text}"
+    );
+    assert!(text.contains("item 99 exploded"), "{text}");
+    rt.submit("fine", items(3)).await.unwrap();
+}
+
+fn arena_graph(workers: usize) -> (GraphSpec, StageRegistry<Item>, Arc<Latch>) {
+    let latch = Arc::new(Latch::default());
+    let stages = StageRegistry::new()
+        .with("fill", |item: &mut Item, cx: &mut StageContext<'_>| {
+            let arena = cx.arena()?;
+            let mut layout = LayoutBuilder::new();
+            let region = layout.push::<u64>(1024 + item.value as usize);
+            arena.ensure_capacity(layout.total_bytes())?;
+            arena.view().take(region).fill(item.value);
+            Ok(())
+        })
+        .with("hold", {
+            let latch = latch.clone();
+            move |_: &mut Item, cx: &mut StageContext<'_>| {
+                latch.wait();
+                cx.check_cancelled()?;
+                Ok(())
+            }
+        });
+    let spec = GraphSpec::new("arenas")
+        .node(
+            NodeSpec::new("fill", "fill", "FILL")
+                .pool("a")
+                .workers(workers)
+                .takes_arena(),
+        )
+        .node(
+            NodeSpec::new("hold", "hold", "HOLD")
+                .pool("b")
+                .workers(workers),
+        )
+        .edge(SOURCE, "fill", 1)
+        .edge("fill", "hold", 4);
+    (spec, stages, latch)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_job_releases_its_arenas() {
+    let (spec, stages, latch) = arena_graph(2);
+    let pool = ArenaPool::new(3, 1 << 26, None);
+    let rt = RuntimeBuilder::new(spec, stages, pools())
+        .arenas(pool.clone())
+        .start()
+        .unwrap();
+    let job = rt.submit("held", items(10));
+    eventually("every arena to be leased", || pool.stats().in_use == 3).await;
+    let canceller = job.canceller();
+    canceller.cancel();
+    assert!(matches!(job.await, Err(JobError::Cancelled)));
+    latch.open();
+    tokio::time::timeout(Duration::from_secs(10), rt.idle())
+        .await
+        .expect("items drain");
+    assert_eq!(pool.stats().in_use, 0, "every arena came back");
+    // And the engine still proves the next job with them.
+    let out = rt.submit("next", items(5)).await.unwrap();
+    assert_eq!(out.partitions.len(), 5);
+    assert_eq!(pool.stats().in_use, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arena_pool_never_allocates_past_its_size() {
+    let (spec, stages, latch) = arena_graph(3);
+    latch.open();
+    let pool = ArenaPool::new(2, 1 << 26, None);
+    let rt = RuntimeBuilder::new(spec, stages, pools())
+        .arenas(pool.clone())
+        .start()
+        .unwrap();
+    let jobs: Vec<_> = (0..30)
+        .map(|i| rt.submit(&format!("j{i}"), items(4)))
+        .collect();
+    for job in jobs {
+        job.await.unwrap();
+    }
+    let stats = pool.stats();
+    assert_eq!(
+        stats.created, 2,
+        "30 jobs x 4 partitions reuse the same two arenas"
+    );
+    assert_eq!(stats.peak_in_use, 2);
+    assert_eq!(stats.in_use, 0);
+    assert!(stats.mapped_bytes <= 2 * (2 << 20), "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_device_edges_keep_items_on_their_device_and_locks_serialise() {
+    let running = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let overlap = Arc::new(AtomicUsize::new(0));
+    let record = |item: &mut Item, cx: &mut StageContext<'_>| {
+        item.devices.push(cx.device);
+        Ok(())
+    };
+    let stages = StageRegistry::new()
+        .with("stage_in", record)
+        .with("compute", {
+            let (running, overlap) = (running.clone(), overlap.clone());
+            move |item: &mut Item, cx: &mut StageContext<'_>| {
+                let d = cx.device.unwrap();
+                if running[d].fetch_add(1, Ordering::SeqCst) > 0 {
+                    overlap.fetch_add(1, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                running[d].fetch_sub(1, Ordering::SeqCst);
+                item.devices.push(cx.device);
+                Ok(())
+            }
+        });
+    let spec = GraphSpec::new("dev")
+        .node(
+            NodeSpec::new("stage_in", "stage_in", "STAGE")
+                .pool("a")
+                .workers(2)
+                .per_device(),
+        )
+        .node(
+            NodeSpec::new("compute", "compute", "GPU")
+                .pool("b")
+                .workers(2)
+                .per_device()
+                .holds("compute_lock"),
+        )
+        .edge(SOURCE, "stage_in", 2)
+        .edge("stage_in", "compute", 1)
+        .resource("compute_lock", ResourceKind::Lock, Scope::PerDevice);
+    let rt = RuntimeBuilder::new(spec, stages, pools())
+        .devices(2)
+        .start()
+        .unwrap();
+    let out = rt.submit("d", items(40)).await.unwrap();
+    let mut used = [0; 2];
+    for p in &out.partitions {
+        let [a, b] = p.item.devices[..] else { panic!() };
+        assert_eq!(a, b, "an item stays on the device that staged it");
+        used[a.unwrap()] += 1;
+    }
+    assert!(
+        used[0] > 0 && used[1] > 0,
+        "both devices took work: {used:?}"
+    );
+    assert_eq!(
+        overlap.load(Ordering::SeqCst),
+        0,
+        "the per-device lock serialises compute"
+    );
+    assert_eq!(rt.status().nodes[1].workers, 4);
+}
