@@ -26,4 +26,4 @@ pub use job::{JobCanceller, JobError, JobHandle, JobId, JobOutput, PartitionOutp
 pub use observer::{DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, Wait};
 pub use pool::CpuPools;
 pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
-pub use stage::{Cancelled, Stage, StageContext, StageRegistry};
+pub use stage::{CancelFlag, Cancelled, Stage, StageContext, StageRegistry};

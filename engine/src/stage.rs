@@ -78,6 +78,11 @@ impl<'a> StageContext<'a> {
         })
     }
 
+    /// A handle to poll cancellation while the arena is borrowed.
+    pub fn cancel_flag(&self) -> CancelFlag<'a> {
+        CancelFlag(self.cancelled)
+    }
+
     /// True once the job is cancelled or failed; long stages poll it.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
@@ -101,6 +106,21 @@ impl<'a> StageContext<'a> {
     /// timelines show device time rather than time holding a lock.
     pub fn device_span(&mut self, label: &'static str, start: Instant, end: Instant) {
         self.device_spans.push(DeviceSpan { label, start, end });
+    }
+}
+
+/// Whether the job of the running stage was cancelled.
+#[derive(Clone, Copy)]
+pub struct CancelFlag<'a>(&'a AtomicBool);
+
+impl CancelFlag<'_> {
+    /// Returns `Err(Cancelled)` once the job is cancelled.
+    pub fn check(self) -> Result<(), Cancelled> {
+        if self.0.load(Ordering::Relaxed) {
+            Err(Cancelled)
+        } else {
+            Ok(())
+        }
     }
 }
 

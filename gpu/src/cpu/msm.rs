@@ -38,7 +38,11 @@ pub trait Curve: Sized + Send + Sync + 'static {
     fn mult_one(point: &Self::Affine, scalar: &ScalarBytes) -> Self::Raw;
     /// # Safety
     /// As for `tile`.
-    unsafe fn add_affine_batch(ret: *mut Self::Raw, points: *const *const Self::Affine, npoints: usize);
+    unsafe fn add_affine_batch(
+        ret: *mut Self::Raw,
+        points: *const *const Self::Affine,
+        npoints: usize,
+    );
     fn add(a: &mut Self::Raw, b: &Self::Raw);
     fn double(a: &mut Self::Raw);
     /// Bytes of one bucket in blst's Pippenger.
@@ -67,7 +71,18 @@ macro_rules! curve_impl {
                 bit0: usize,
                 window: usize,
             ) {
-                unsafe { blst::$tile(ret, points, npoints, scalars, SCALAR_BITS, scratch, bit0, window) }
+                unsafe {
+                    blst::$tile(
+                        ret,
+                        points,
+                        npoints,
+                        scalars,
+                        SCALAR_BITS,
+                        scratch,
+                        bit0,
+                        window,
+                    )
+                }
             }
 
             fn mult_one(point: &$aff, scalar: &ScalarBytes) -> $raw {
@@ -154,7 +169,10 @@ pub fn g2_raw(points: &[G2Affine]) -> &[blst_p2_affine] {
 #[derive(Clone, Copy)]
 pub enum Terms<'a, A> {
     /// `bases[i] * scalars[i]` for every i.
-    Dense { bases: &'a [A], scalars: &'a [ScalarBytes] },
+    Dense {
+        bases: &'a [A],
+        scalars: &'a [ScalarBytes],
+    },
     /// `bases[base_idx[k]] * scalars[scalar_idx[k]]` for every k.
     Gathered {
         bases: &'a [A],
@@ -199,7 +217,10 @@ unsafe impl<A> Sync for Gather<A> {}
 impl<A: Sync> Gather<A> {
     /// Pointer arrays starting at term `start`.
     fn from(&self, start: usize) -> (*const *const A, *const *const u8) {
-        (self.points[start..].as_ptr(), self.scalars[start..].as_ptr())
+        (
+            self.points[start..].as_ptr(),
+            self.scalars[start..].as_ptr(),
+        )
     }
 
     fn new(terms: &Terms<'_, A>) -> Self {
@@ -214,8 +235,14 @@ impl<A: Sync> Gather<A> {
                 scalars,
                 scalar_idx,
             } => Self {
-                points: base_idx.iter().map(|&i| &bases[i as usize] as *const A).collect(),
-                scalars: scalar_idx.iter().map(|&i| scalars[i as usize].as_ptr()).collect(),
+                points: base_idx
+                    .iter()
+                    .map(|&i| &bases[i as usize] as *const A)
+                    .collect(),
+                scalars: scalar_idx
+                    .iter()
+                    .map(|&i| scalars[i as usize].as_ptr())
+                    .collect(),
             },
         }
     }
@@ -235,7 +262,10 @@ pub fn msm<C: Curve>(terms: Terms<'_, C::Affine>) -> C::Projective {
                 base_idx,
                 scalars,
                 scalar_idx,
-            } => (&bases[base_idx[0] as usize], &scalars[scalar_idx[0] as usize]),
+            } => (
+                &bases[base_idx[0] as usize],
+                &scalars[scalar_idx[0] as usize],
+            ),
         };
         return C::into_projective(C::mult_one(point, scalar));
     }
@@ -274,7 +304,17 @@ pub fn msm<C: Curve>(terms: Terms<'_, C::Affine>) -> C::Projective {
                 let mut out = C::Raw::default();
                 // SAFETY: `p`/`s` address `len` valid terms (a full pointer array or
                 // a contiguous range); scratch holds 2^(window-1) buckets.
-                unsafe { C::tile(&mut out, p, len, s, scratch.as_mut_ptr(), row * window, window) };
+                unsafe {
+                    C::tile(
+                        &mut out,
+                        p,
+                        len,
+                        s,
+                        scratch.as_mut_ptr(),
+                        row * window,
+                        window,
+                    )
+                };
                 out
             },
         )
@@ -299,7 +339,10 @@ pub fn sum_gathered<C: Curve>(bases: &[C::Affine], idx: &[u32]) -> C::Projective
     let partial: Vec<C::Raw> = idx
         .par_chunks(CHUNK)
         .map(|chunk| {
-            let ptrs: Vec<*const C::Affine> = chunk.iter().map(|&i| &bases[i as usize] as *const _).collect();
+            let ptrs: Vec<*const C::Affine> = chunk
+                .iter()
+                .map(|&i| &bases[i as usize] as *const _)
+                .collect();
             let mut out = C::Raw::default();
             // SAFETY: one valid pointer per point.
             unsafe { C::add_affine_batch(&mut out, ptrs.as_ptr(), ptrs.len()) };
@@ -334,7 +377,11 @@ mod tests {
     }
 
     fn naive(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
-        bases.iter().zip(scalars).map(|(b, s)| G1Projective::from(*b) * s).sum()
+        bases
+            .iter()
+            .zip(scalars)
+            .map(|(b, s)| G1Projective::from(*b) * s)
+            .sum()
     }
 
     #[test]
@@ -366,7 +413,10 @@ mod tests {
             assert_eq!(got, naive(&sub_b, &sub_s), "gathered n={n}");
             assert_eq!(
                 sum_gathered::<G1>(g1_raw(&bases), &idx),
-                sub_b.iter().map(|b| G1Projective::from(*b)).sum::<G1Projective>()
+                sub_b
+                    .iter()
+                    .map(|b| G1Projective::from(*b))
+                    .sum::<G1Projective>()
             );
         }
     }
@@ -385,7 +435,14 @@ mod tests {
             bases: g1_raw(&bases),
             scalars: &ones,
         });
-        assert_eq!(got.to_affine(), bases.iter().map(|b| G1Projective::from(*b)).sum::<G1Projective>().to_affine());
+        assert_eq!(
+            got.to_affine(),
+            bases
+                .iter()
+                .map(|b| G1Projective::from(*b))
+                .sum::<G1Projective>()
+                .to_affine()
+        );
         let max = (-Scalar::ONE).to_bytes_le();
         let got = msm::<G1>(Terms::Dense {
             bases: g1_raw(&bases[..1]),
@@ -408,7 +465,11 @@ mod tests {
         G2Projective::batch_normalize(&p, &mut bases);
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut r)).collect();
         let bytes: Vec<ScalarBytes> = scalars.iter().map(|s| s.to_bytes_le()).collect();
-        let expect: G2Projective = bases.iter().zip(&scalars).map(|(b, s)| G2Projective::from(*b) * s).sum();
+        let expect: G2Projective = bases
+            .iter()
+            .zip(&scalars)
+            .map(|(b, s)| G2Projective::from(*b) * s)
+            .sum();
         assert_eq!(
             msm::<G2>(Terms::Dense {
                 bases: g2_raw(&bases),

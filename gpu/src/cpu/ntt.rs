@@ -40,7 +40,11 @@ struct CosetTable {
 }
 
 fn bitrev(x: usize, bits: u32) -> usize {
-    if bits == 0 { 0 } else { x.reverse_bits() >> (usize::BITS - bits) }
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS - bits)
+    }
 }
 
 fn powers(base: Scalar, n: usize) -> Vec<Scalar> {
@@ -66,7 +70,11 @@ impl CosetTable {
         let high = (0..1usize << high_bits)
             .map(|h| g.pow_vartime([bitrev(h, high_bits) as u64]) * scale)
             .collect();
-        Self { low_bits, low, high }
+        Self {
+            low_bits,
+            low,
+            high,
+        }
     }
 
     fn apply(&self, a: &mut [Scalar]) {
@@ -83,7 +91,10 @@ impl CosetTable {
 impl Domain {
     /// Builds the constants for a domain of 2^log_n points.
     pub fn new(log_n: u32) -> Self {
-        assert!(log_n <= Scalar::S, "domain 2^{log_n} exceeds the field's 2-adicity");
+        assert!(
+            log_n <= Scalar::S,
+            "domain 2^{log_n} exceeds the field's 2-adicity"
+        );
         let n = 1usize << log_n;
         let omega = (log_n..Scalar::S).fold(Scalar::ROOT_OF_UNITY, |w, _| w.square());
         let omega_inv = omega.invert().expect("roots of unity are invertible");
@@ -127,7 +138,9 @@ impl Domain {
         self.dif(a, &self.inv_twiddles);
         bitrev_permute(a);
         let n_inv = self.n_inv;
-        a.par_iter_mut().with_min_len(GRAIN).for_each(|x| *x *= n_inv);
+        a.par_iter_mut()
+            .with_min_len(GRAIN)
+            .for_each(|x| *x *= n_inv);
     }
 
     /// The Groth16 quotient: given evaluations of A, B, C over the domain,
@@ -140,7 +153,10 @@ impl Domain {
             self.coset_in.apply(x); // · g^k / n
             self.dit(x, &self.twiddles); // evaluations on the coset, natural
         };
-        rayon::join(|| to_coset(a), || rayon::join(|| to_coset(b), || to_coset(c)));
+        rayon::join(
+            || to_coset(a),
+            || rayon::join(|| to_coset(b), || to_coset(c)),
+        );
         let z_inv = self.z_inv_on_coset;
         a.par_iter_mut()
             .zip(b.par_iter())
@@ -203,7 +219,14 @@ fn butterfly_dit(u: &mut Scalar, v: &mut Scalar, w: &Scalar) {
     *u += t;
 }
 
-fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], j0: usize, tw: &[Scalar], stride: usize, f: Butterfly) {
+fn butterflies(
+    lo: &mut [Scalar],
+    hi: &mut [Scalar],
+    j0: usize,
+    tw: &[Scalar],
+    stride: usize,
+    f: Butterfly,
+) {
     for (k, (u, v)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
         f(u, v, &tw[(j0 + k) * stride]);
     }
@@ -278,7 +301,11 @@ mod tests {
             d.ntt(&mut a);
             let omega = (log_n..Scalar::S).fold(Scalar::ROOT_OF_UNITY, |w, _| w.square());
             for i in [0, d.n / 3, d.n - 1] {
-                assert_eq!(a[i], eval(&coeffs, omega.pow_vartime([i as u64])), "n=2^{log_n} i={i}");
+                assert_eq!(
+                    a[i],
+                    eval(&coeffs, omega.pow_vartime([i as u64])),
+                    "n=2^{log_n} i={i}"
+                );
             }
             d.intt(&mut a);
             assert_eq!(a, coeffs, "intt inverts ntt at 2^{log_n}");
@@ -302,7 +329,11 @@ mod tests {
             d.intt(&mut cc);
             let x = Scalar::from(0xdead_beefu64);
             let z = x.pow_vartime([d.n as u64]) - Scalar::ONE;
-            assert_eq!(eval(&h, x) * z, eval(&ac, x) * eval(&bc, x) - eval(&cc, x), "2^{log_n}");
+            assert_eq!(
+                eval(&h, x) * z,
+                eval(&ac, x) * eval(&bc, x) - eval(&cc, x),
+                "2^{log_n}"
+            );
             assert_eq!(h[d.n - 1], Scalar::ZERO, "deg H <= n - 2");
         }
     }

@@ -1,0 +1,354 @@
+//! The engine host services embed: build it from a [`Config`], submit jobs
+//! (partition circuits and the SRS to prove them with), await or cancel the
+//! proofs, read its status.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bellperson::Circuit;
+use bellperson::groth16::{Proof, verify_proof};
+use blstrs::{Bls12, Scalar};
+use cuzk_config::Config;
+use cuzk_engine::{
+    ArenaPool, CpuPools, GraphSpec, JobError, JobHandle, JobId, Observer, Runtime, RuntimeBuilder,
+    StageTiming, Status,
+};
+use cuzk_pipelines::{DevicePool, pools};
+use cuzk_stages::{PartitionWork, ProvableCircuit, Srs};
+
+use crate::backend::{Backend, BackendChoice};
+
+/// The engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Config(#[from] cuzk_config::ConfigError),
+    #[error(transparent)]
+    Variant(#[from] cuzk_pipelines::UnknownEdge),
+    #[error(transparent)]
+    Graph(#[from] cuzk_engine::GraphError),
+    #[error("{0}")]
+    Backend(String),
+    #[error("{0:#}")]
+    Other(#[from] anyhow::Error),
+}
+
+/// A job did not produce its proofs.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProveError {
+    #[error("partition {partition} failed in stage `{stage}`: {message}")]
+    Partition {
+        stage: String,
+        partition: usize,
+        message: String,
+    },
+    #[error("the job was cancelled")]
+    Cancelled,
+    #[error("the engine shut down before the job finished")]
+    Shutdown,
+    #[error("invalid job: {0}")]
+    InvalidJob(String),
+}
+
+impl From<JobError> for ProveError {
+    fn from(e: JobError) -> Self {
+        match e {
+            JobError::Failed {
+                node,
+                partition,
+                message,
+                ..
+            } => Self::Partition {
+                stage: node,
+                partition,
+                message,
+            },
+            JobError::Cancelled => Self::Cancelled,
+            JobError::Shutdown => Self::Shutdown,
+        }
+    }
+}
+
+/// A proof request: one circuit per partition, all proven with one SRS.
+pub struct Job {
+    label: String,
+    srs: Arc<Srs>,
+    circuits: Vec<Box<dyn ProvableCircuit>>,
+}
+
+impl Job {
+    pub fn new(srs: Arc<Srs>) -> Self {
+        Self {
+            label: "job".into(),
+            srs,
+            circuits: vec![],
+        }
+    }
+
+    /// A name for logs, timelines and traces.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// Adds a partition. Any bellperson circuit over BLS12-381 will do.
+    pub fn partition<C: Circuit<Scalar> + Send + 'static>(mut self, circuit: C) -> Self {
+        self.circuits.push(Box::new(circuit));
+        self
+    }
+
+    /// Adds an already boxed partition.
+    pub fn boxed_partition(mut self, circuit: Box<dyn ProvableCircuit>) -> Self {
+        self.circuits.push(circuit);
+        self
+    }
+
+    pub fn partitions(&self) -> usize {
+        self.circuits.len()
+    }
+}
+
+/// One partition's proof and how it was made.
+#[derive(Debug)]
+pub struct PartitionProof {
+    pub proof: Proof<Bls12>,
+    /// The public inputs the circuit allocated (without the leading one).
+    pub public_inputs: Vec<Scalar>,
+    pub constraints: usize,
+    /// Time at each node, in flow order.
+    pub timings: Vec<StageTiming>,
+}
+
+impl PartitionProof {
+    /// bellperson's 192-byte serialization.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(192);
+        self.proof
+            .write(&mut out)
+            .expect("writing to a Vec cannot fail");
+        out
+    }
+}
+
+/// A finished job.
+#[derive(Debug)]
+pub struct JobProofs {
+    pub id: JobId,
+    pub partitions: Vec<PartitionProof>,
+    pub elapsed: Duration,
+}
+
+impl JobProofs {
+    /// Verifies every proof with bellperson's verifier; errors naming the
+    /// first partition that does not verify.
+    pub fn verify(&self, srs: &Srs) -> anyhow::Result<()> {
+        for (i, p) in self.partitions.iter().enumerate() {
+            let ok = verify_proof(&srs.pvk, &p.proof, &p.public_inputs)
+                .map_err(|e| anyhow::anyhow!("verifying partition {i}: {e}"))?;
+            anyhow::ensure!(ok, "the proof of partition {i} does not verify");
+        }
+        Ok(())
+    }
+}
+
+/// A submitted job: await it for the proofs, or cancel it.
+pub struct ProofHandle {
+    inner: JobHandle<PartitionWork>,
+}
+
+impl ProofHandle {
+    pub fn id(&self) -> JobId {
+        self.inner.id()
+    }
+
+    /// Stops the job; its partitions release their arenas at the next stage
+    /// boundary and the handle resolves to [`ProveError::Cancelled`].
+    pub fn cancel(&self) {
+        self.inner.cancel()
+    }
+
+    /// A cancel handle that can outlive this one.
+    pub fn canceller(&self) -> cuzk_engine::JobCanceller {
+        self.inner.canceller()
+    }
+}
+
+impl Future for ProofHandle {
+    type Output = Result<JobProofs, ProveError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.inner).poll(cx).map(|r| {
+            let out = r?;
+            let partitions = out
+                .partitions
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let w = p.item;
+                    let proof = w.proof.ok_or_else(|| {
+                        ProveError::InvalidJob(format!("partition {i} finished without a proof"))
+                    })?;
+                    Ok(PartitionProof {
+                        proof,
+                        public_inputs: w.public_inputs,
+                        constraints: w.constraints,
+                        timings: p.timings,
+                    })
+                })
+                .collect::<Result<_, ProveError>>()?;
+            Ok(JobProofs {
+                id: out.id,
+                partitions,
+                elapsed: out.elapsed,
+            })
+        })
+    }
+}
+
+/// The proving engine: a running graph of the configured variant.
+pub struct Engine {
+    runtime: Runtime<PartitionWork>,
+    config: Config,
+    backend: Backend,
+    arenas: ArenaPool,
+}
+
+/// Extra parts a host can plug in at start.
+#[derive(Default)]
+pub struct EngineOptions {
+    pub observers: Vec<Arc<dyn Observer>>,
+}
+
+impl Engine {
+    /// Starts an engine. Must be called inside a tokio runtime.
+    pub fn from_config(config: Config) -> Result<Self, EngineError> {
+        Self::with_options(config, EngineOptions::default())
+    }
+
+    pub fn with_options(config: Config, options: EngineOptions) -> Result<Self, EngineError> {
+        let backend = Backend::select(&config).map_err(EngineError::Backend)?;
+        let device_pool = match backend.choice {
+            BackendChoice::Cpu => DevicePool::Cpu,
+        };
+        let spec = cuzk_pipelines::graph(&config, device_pool)?;
+        let devices = backend.devices;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let or_cores = |n: usize| if n == 0 { cores } else { n };
+        let gpu_threads: usize = spec
+            .nodes
+            .iter()
+            .filter(|n| n.pool == pools::GPU)
+            .map(|n| n.workers * devices)
+            .sum();
+        let pools = CpuPools::new()
+            .with(pools::SYNTH, or_cores(config.threads.synthesis))?
+            .with(pools::GROTH16, or_cores(config.threads.groth16))?
+            .with(pools::GPU, gpu_threads.max(1))?;
+        let arenas = Self::arena_pool(&config, &spec, devices);
+        let stages = match backend.choice {
+            BackendChoice::Cpu => cuzk_stages::cpu_stages(),
+        };
+        let mut builder = RuntimeBuilder::new(spec, stages, pools)
+            .arenas(arenas.clone())
+            .devices(devices);
+        for o in options.observers {
+            builder = builder.observer(o);
+        }
+        let runtime = builder.start()?;
+        tracing::info!(
+            variant = %config.pipeline.variant,
+            backend = backend.name(),
+            devices,
+            arenas = arenas.stats().count,
+            "engine started"
+        );
+        Ok(Self {
+            runtime,
+            config,
+            backend,
+            arenas,
+        })
+    }
+
+    fn arena_pool(config: &Config, spec: &GraphSpec, devices: usize) -> ArenaPool {
+        use cuzk_engine::Placement;
+        let count = if config.arenas.count > 0 {
+            config.arenas.count
+        } else {
+            // Enough for every synthesis and device worker to hold one, and
+            // one waiting at each side of the device stages.
+            let synth: usize = spec
+                .nodes
+                .iter()
+                .filter(|n| n.takes_arena)
+                .map(|n| n.workers)
+                .sum();
+            let device: usize = spec
+                .nodes
+                .iter()
+                .filter(|n| n.placement == Placement::PerDevice)
+                .map(|n| n.workers * devices)
+                .sum();
+            synth + device + 2
+        };
+        let mut max_bytes = config.arenas.max_bytes.bytes();
+        let budget = config.memory.budget.bytes();
+        if budget > 0 {
+            max_bytes = max_bytes.min(budget / count as u64);
+        }
+        ArenaPool::new(count, max_bytes as usize, None)
+    }
+
+    /// Submits a job; the handle resolves to its proofs.
+    pub fn submit(&self, job: Job) -> ProofHandle {
+        let self_verify = self.config.engine.self_verify;
+        let items = job
+            .circuits
+            .into_iter()
+            .map(|c| PartitionWork::new(job.srs.clone(), c, self_verify))
+            .collect();
+        ProofHandle {
+            inner: self.runtime.submit(&job.label, items),
+        }
+    }
+
+    /// Submits a job and waits for its proofs.
+    pub async fn prove(&self, job: Job) -> Result<JobProofs, ProveError> {
+        self.submit(job).await
+    }
+
+    /// Jobs queued and in flight, and each node's queue and busy workers.
+    pub fn status(&self) -> Status {
+        self.runtime.status()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    pub fn arena_stats(&self) -> cuzk_engine::ArenaStats {
+        self.arenas.stats()
+    }
+
+    /// The graph this engine runs.
+    pub fn graph(&self) -> &GraphSpec {
+        self.runtime.spec()
+    }
+
+    /// Waits until every submitted partition has left the graph.
+    pub async fn idle(&self) {
+        self.runtime.idle().await
+    }
+
+    /// Stops accepting jobs and waits for those in flight to finish.
+    pub async fn shutdown(&self) {
+        self.runtime.shutdown().await
+    }
+}

@@ -1,0 +1,49 @@
+//! Parameter files for the built-in workloads: generated on first use into a
+//! cache directory and reused after.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use cuzk_stages::{Srs, Workload};
+use rand::RngCore;
+
+/// The file name a workload's parameters are cached under.
+pub fn file_name(workload: Workload, log_size: u32) -> String {
+    format!("{}-k{log_size}.params", workload.name())
+}
+
+/// Generates parameters for `workload` at 2^log_size and writes them to `path`.
+pub fn generate(workload: Workload, log_size: u32, path: &Path) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let params = workload.generate_parameters(log_size, rand::rngs::OsRng.next_u64())?;
+    Srs::write_parameters(&params, path)?;
+    Ok(started.elapsed())
+}
+
+/// Where the parameters came from.
+#[derive(Clone, Debug)]
+pub enum Provenance {
+    Cached,
+    Generated(Duration),
+}
+
+/// Loads the cached parameters of `workload` at 2^log_size from `dir`,
+/// generating them first if they are not there.
+pub fn load_or_generate(
+    dir: &Path,
+    workload: Workload,
+    log_size: u32,
+) -> anyhow::Result<(Arc<Srs>, PathBuf, Provenance)> {
+    workload.check_log_size(log_size)?;
+    let path = dir.join(file_name(workload, log_size));
+    let provenance = if path.is_file() {
+        Provenance::Cached
+    } else {
+        tracing::info!(path = %path.display(), "generating parameters (first use)");
+        Provenance::Generated(generate(workload, log_size, &path)?)
+    };
+    let srs = Srs::read(&path, false).with_context(|| format!("loading {}", path.display()))?;
+    Ok((Arc::new(srs), path, provenance))
+}

@@ -1,0 +1,308 @@
+//! A bellperson `ConstraintSystem` that evaluates each constraint's A, B and C
+//! linear combinations against the witness and writes them, the assignment
+//! and the query densities straight into the partition's arena.
+//!
+//! It also checks every constraint (a·b = c) as it goes, so a wrong witness or
+//! a wrong public input is reported at the constraint that fails instead of
+//! producing a proof that does not verify.
+
+use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+
+use crate::srs::SrsShape;
+
+/// Why synthesis into the arena could not complete.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CsError {
+    #[error(
+        "constraint {index} (`{annotation}`) is not satisfied: the witness or the public inputs are wrong"
+    )]
+    Unsatisfied { index: usize, annotation: String },
+    #[error(
+        "the circuit has more {what} than the SRS allows ({limit}): the SRS was generated for a different circuit"
+    )]
+    TooMany { what: &'static str, limit: usize },
+    #[error(
+        "the circuit has {got} {what} but the SRS expects {expected}: the SRS was generated for a different circuit"
+    )]
+    ShapeMismatch {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+    },
+}
+
+/// Writes one partition's constraint system into arena slices.
+pub struct ArenaCs<'a> {
+    a: &'a mut [Scalar],
+    b: &'a mut [Scalar],
+    c: &'a mut [Scalar],
+    inputs: &'a mut [Scalar],
+    aux: &'a mut [Scalar],
+    a_aux_density: &'a mut [u64],
+    b_input_density: &'a mut [u64],
+    b_aux_density: &'a mut [u64],
+    constraints: usize,
+    n_inputs: usize,
+    n_aux: usize,
+    error: Option<CsError>,
+}
+
+fn set_bit(bits: &mut [u64], i: usize) {
+    bits[i / 64] |= 1 << (i % 64);
+}
+
+/// Number of set bits among the first `len` of a bitmap.
+pub fn popcount(bits: &[u64]) -> usize {
+    bits.iter().map(|w| w.count_ones() as usize).sum()
+}
+
+/// Whether bit `i` is set.
+pub fn bit(bits: &[u64], i: usize) -> bool {
+    bits[i / 64] >> (i % 64) & 1 == 1
+}
+
+/// The arena slices a constraint system writes.
+pub struct CsSlices<'a> {
+    pub a: &'a mut [Scalar],
+    pub b: &'a mut [Scalar],
+    pub c: &'a mut [Scalar],
+    pub z: &'a mut [Scalar],
+    pub a_aux_density: &'a mut [u64],
+    pub b_input_density: &'a mut [u64],
+    pub b_aux_density: &'a mut [u64],
+}
+
+/// What synthesis produced.
+#[derive(Debug)]
+pub struct Synthesized {
+    /// Constraints including the one per public input.
+    pub constraints: usize,
+    /// Public inputs without the leading one.
+    pub public_inputs: Vec<Scalar>,
+}
+
+impl<'a> ArenaCs<'a> {
+    /// Starts a system with the constant-one input allocated. Density bitmaps
+    /// are cleared; evaluation slices are overwritten as constraints arrive.
+    pub fn new(s: CsSlices<'a>, shape: &SrsShape) -> Self {
+        let (inputs, aux) = s.z.split_at_mut(shape.inputs);
+        s.a_aux_density.fill(0);
+        s.b_input_density.fill(0);
+        s.b_aux_density.fill(0);
+        let mut cs = Self {
+            a: s.a,
+            b: s.b,
+            c: s.c,
+            inputs,
+            aux,
+            a_aux_density: s.a_aux_density,
+            b_input_density: s.b_input_density,
+            b_aux_density: s.b_aux_density,
+            constraints: 0,
+            n_inputs: 0,
+            n_aux: 0,
+            error: None,
+        };
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+            .expect("an SRS has at least one input");
+        cs
+    }
+
+    /// The first problem recorded while the circuit ran, if any.
+    pub fn take_error(&mut self) -> Option<CsError> {
+        self.error.take()
+    }
+
+    fn fail(&mut self, e: CsError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// Appends the per-input constraints (input · 0 = 0, which give inputs
+    /// full density in A), zero-pads to the domain and checks the shape
+    /// against the SRS.
+    pub fn finish(mut self, shape: &SrsShape) -> Result<Synthesized, CsError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        for (what, got, expected) in [
+            ("public inputs", self.n_inputs, shape.inputs),
+            ("auxiliary variables", self.n_aux, shape.aux),
+        ] {
+            if got != expected {
+                return Err(CsError::ShapeMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        let total = self.constraints + self.n_inputs;
+        if total > shape.domain {
+            return Err(CsError::TooMany {
+                what: "constraints (counting one per public input)",
+                limit: shape.domain,
+            });
+        }
+        for i in 0..self.n_inputs {
+            let k = self.constraints + i;
+            self.a[k] = self.inputs[i];
+            self.b[k] = Scalar::ZERO;
+            self.c[k] = Scalar::ZERO;
+        }
+        for v in [&mut *self.a, &mut *self.b, &mut *self.c] {
+            v[total..].fill(Scalar::ZERO);
+        }
+        let a_len = self.n_inputs + popcount(self.a_aux_density);
+        let b_len = popcount(self.b_input_density) + popcount(self.b_aux_density);
+        for (what, got, expected) in [
+            ("A-query terms", a_len, shape.a_len),
+            ("B-query terms", b_len, shape.b_len),
+        ] {
+            if got != expected {
+                return Err(CsError::ShapeMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        Ok(Synthesized {
+            constraints: total,
+            public_inputs: self.inputs[1..self.n_inputs].to_vec(),
+        })
+    }
+
+    /// Evaluates `lc`, marking the variables it uses (with non-zero
+    /// coefficients, as bellperson's prover does) in the density bitmaps.
+    fn eval(&mut self, lc: &LinearCombination<Scalar>, query: Query) -> Scalar {
+        let mut acc = Scalar::ZERO;
+        for (&i, coeff) in lc.iter_inputs() {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            acc += term(self.inputs[i], coeff);
+            if query == Query::B {
+                set_bit(self.b_input_density, i);
+            }
+        }
+        for (&i, coeff) in lc.iter_aux() {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            acc += term(self.aux[i], coeff);
+            match query {
+                Query::A => set_bit(self.a_aux_density, i),
+                Query::B => set_bit(self.b_aux_density, i),
+                Query::C => {}
+            }
+        }
+        acc
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Query {
+    A,
+    B,
+    C,
+}
+
+fn term(value: Scalar, coeff: &Scalar) -> Scalar {
+    if *coeff == Scalar::ONE {
+        value
+    } else {
+        value * coeff
+    }
+}
+
+impl ConstraintSystem<Scalar> for ArenaCs<'_> {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self.n_aux;
+        if i == self.aux.len() {
+            self.fail(CsError::TooMany {
+                what: "auxiliary variables",
+                limit: self.aux.len(),
+            });
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        self.aux[i] = f()?;
+        self.n_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(i)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self.n_inputs;
+        if i == self.inputs.len() {
+            self.fail(CsError::TooMany {
+                what: "public inputs",
+                limit: self.inputs.len(),
+            });
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        self.inputs[i] = f()?;
+        self.n_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(i)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, annotation: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let k = self.constraints;
+        // Leave room for one constraint per public input after the circuit's own.
+        if k + self.inputs.len() >= self.a.len() {
+            self.fail(CsError::TooMany {
+                what: "constraints (counting one per public input)",
+                limit: self.a.len(),
+            });
+            return;
+        }
+        let va = self.eval(&a(LinearCombination::zero()), Query::A);
+        let vb = self.eval(&b(LinearCombination::zero()), Query::B);
+        let vc = self.eval(&c(LinearCombination::zero()), Query::C);
+        if va * vb != vc {
+            self.fail(CsError::Unsatisfied {
+                index: k,
+                annotation: annotation().into(),
+            });
+        }
+        self.a[k] = va;
+        self.b[k] = vb;
+        self.c[k] = vc;
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+        // Names cost an allocation each; a failure names the constraint instead.
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

@@ -1,0 +1,153 @@
+//! prep_msm: classifies every scalar as zero, one or significant and packs
+//! each MSM query into index lists (ones for batch addition, significant
+//! terms for the tail MSM), or marks its aux part dense when packing would
+//! not pay. Then converts the assignment to the canonical form MSMs read.
+
+use blstrs::Scalar;
+use cuzk_engine::{Stage, StageContext};
+use ff::Field;
+
+use crate::cs::{bit, popcount};
+use crate::partition::{MsmPlan, PartitionWork, QueryPlan};
+use crate::scalars::{as_scalars, to_canonical};
+
+/// Aux terms form one dense MSM when at least this share is significant.
+const DENSE_SHARE: f64 = 0.5;
+
+pub struct PrepMsm;
+
+/// Index lists one query is packed into.
+struct Lists<'a> {
+    ones: &'a mut [u32],
+    sig_base: &'a mut [u32],
+    sig_scalar: &'a mut [u32],
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Zero,
+    One,
+    Significant,
+}
+
+fn class(s: &Scalar) -> Class {
+    if s.is_zero_vartime() {
+        Class::Zero
+    } else if *s == Scalar::ONE {
+        Class::One
+    } else {
+        Class::Significant
+    }
+}
+
+/// Packs one query. `inputs` are (base index, variable) pairs of the inputs
+/// in the query; aux variable j (if `aux_density` has it) takes the next base
+/// index from `aux_base`.
+fn plan_query(
+    z: &[Scalar],
+    n_inputs: usize,
+    inputs: impl Iterator<Item = (usize, usize)>,
+    aux_density: Option<&[u64]>,
+    aux_base: usize,
+    lists: Lists<'_>,
+) -> QueryPlan {
+    let aux = &z[n_inputs..];
+    let full = aux_density.is_none_or(|d| popcount(d) == aux.len());
+    let dense = full && {
+        let sig = aux
+            .iter()
+            .filter(|s| class(s) == Class::Significant)
+            .count();
+        sig as f64 >= DENSE_SHARE * aux.len() as f64 && !aux.is_empty()
+    };
+    let mut plan = QueryPlan {
+        dense_aux_base: dense.then_some(aux_base),
+        ..QueryPlan::default()
+    };
+    let mut push = |plan: &mut QueryPlan, base: usize, var: usize| match class(&z[var]) {
+        Class::Zero => plan.zeros += 1,
+        Class::One => {
+            lists.ones[plan.ones] = base as u32;
+            plan.ones += 1;
+        }
+        Class::Significant => {
+            lists.sig_base[plan.significant] = base as u32;
+            lists.sig_scalar[plan.significant] = var as u32;
+            plan.significant += 1;
+        }
+    };
+    for (base, var) in inputs {
+        push(&mut plan, base, var);
+    }
+    if !dense {
+        let mut base = aux_base;
+        for j in 0..aux.len() {
+            if aux_density.is_none_or(|d| bit(d, j)) {
+                push(&mut plan, base, n_inputs + j);
+                base += 1;
+            }
+        }
+    }
+    plan
+}
+
+impl Stage<PartitionWork> for PrepMsm {
+    fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        let layout = w.layout()?;
+        let ni = layout.shape.inputs;
+        let view = cx.arena()?.view();
+        let z_limbs = view.take(layout.z);
+        let a_density = view.take(layout.a_aux_density);
+        let b_in_density = view.take(layout.b_input_density);
+        let b_aux_density = view.take(layout.b_aux_density);
+        let lists = |q: crate::partition::QueryRegions| Lists {
+            ones: view.take(q.ones),
+            sig_base: view.take(q.sig_base),
+            sig_scalar: view.take(q.sig_scalar),
+        };
+        let z = as_scalars(z_limbs);
+        let plan = MsmPlan {
+            // L: every aux variable, in order.
+            l: plan_query(z, ni, std::iter::empty(), None, 0, lists(layout.l)),
+            // A: every input (full density), then aux used in A.
+            a: plan_query(
+                z,
+                ni,
+                (0..ni).map(|i| (i, i)),
+                Some(a_density),
+                ni,
+                lists(layout.a_query),
+            ),
+            // B: inputs used in B, then aux used in B.
+            b: {
+                let used: Vec<usize> = (0..ni).filter(|&i| bit(b_in_density, i)).collect();
+                let n_used = used.len();
+                plan_query(
+                    z,
+                    ni,
+                    used.into_iter().enumerate(),
+                    Some(b_aux_density),
+                    n_used,
+                    lists(layout.b_query),
+                )
+            },
+        };
+        to_canonical(z_limbs);
+        for (name, q) in [("l", plan.l), ("a", plan.a), ("b", plan.b)] {
+            let mode = if q.dense_aux_base.is_some() {
+                "dense"
+            } else {
+                "packed"
+            };
+            cx.note(
+                name,
+                format!(
+                    "{mode}:ones={},sig={},zero={}",
+                    q.ones, q.significant, q.zeros
+                ),
+            );
+        }
+        w.plan = Some(plan);
+        Ok(())
+    }
+}

@@ -1,0 +1,278 @@
+//! The structured reference string: bellperson's parameter file format, read
+//! through a memory map and decoded in parallel.
+//!
+//! Layout (all big-endian lengths, points uncompressed): the verifying key
+//! (alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, then `ic` as a
+//! u32 count and G1 points), then `h`, `l`, `a`, `b_g1` (each a u32 count and
+//! G1 points) and `b_g2` (a u32 count and G2 points).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use bellperson::groth16::{Parameters, PreparedVerifyingKey, VerifyingKey, prepare_verifying_key};
+use blstrs::{Bls12, G1Affine, G2Affine};
+use group::UncompressedEncoding;
+use rayon::prelude::*;
+
+const G1_BYTES: usize = 96;
+const G2_BYTES: usize = 192;
+const VK_FIXED_BYTES: usize = 3 * G1_BYTES + 3 * G2_BYTES;
+
+/// A parameter file that cannot be used, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum SrsError {
+    #[error("cannot open SRS file {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "SRS file {path} is truncated: {what} needs {need} bytes at offset {offset} but the file has {len}"
+    )]
+    Truncated {
+        path: PathBuf,
+        what: &'static str,
+        need: usize,
+        offset: usize,
+        len: usize,
+    },
+    #[error(
+        "SRS file {path} has {extra} bytes after the last section; it is not a bellperson parameter file"
+    )]
+    TrailingBytes { path: PathBuf, extra: usize },
+    #[error("SRS file {path}: {what} point {index} is not a valid curve point")]
+    BadPoint {
+        path: PathBuf,
+        what: &'static str,
+        index: usize,
+    },
+    #[error("SRS file {path}: h has {h} points, so its domain size {m} is not a power of two")]
+    NotRadix2 { path: PathBuf, h: usize, m: usize },
+    #[error("SRS file {path}: the verifying key is malformed: {source}")]
+    VerifyingKey {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("writing SRS file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The sizes a circuit must match to be proven with an SRS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrsShape {
+    /// Evaluation domain size (a power of two).
+    pub domain: usize,
+    pub log_domain: u32,
+    /// Public inputs, including the leading constant one.
+    pub inputs: usize,
+    /// Auxiliary (private) variables.
+    pub aux: usize,
+    /// Points in the A query (inputs plus aux used in A).
+    pub a_len: usize,
+    /// Points in the B queries (inputs and aux used in B).
+    pub b_len: usize,
+}
+
+/// Proving and verifying key, decoded into memory.
+pub struct Srs {
+    pub vk: VerifyingKey<Bls12>,
+    pub pvk: PreparedVerifyingKey<Bls12>,
+    pub h: Vec<G1Affine>,
+    pub l: Vec<G1Affine>,
+    pub a: Vec<G1Affine>,
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+    /// Where it was read from, if from a file.
+    pub path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Srs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Srs")
+            .field("path", &self.path)
+            .field("shape", &self.shape())
+            .finish()
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+    path: &'a Path,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, what: &'static str, n: usize) -> Result<&'a [u8], SrsError> {
+        let end = self
+            .offset
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(SrsError::Truncated {
+                path: self.path.into(),
+                what,
+                need: n,
+                offset: self.offset,
+                len: self.bytes.len(),
+            });
+        };
+        let out = &self.bytes[self.offset..end];
+        self.offset = end;
+        Ok(out)
+    }
+
+    fn count(&mut self, what: &'static str) -> Result<usize, SrsError> {
+        let b = self.take(what, 4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    }
+
+    fn points<P>(
+        &mut self,
+        what: &'static str,
+        size: usize,
+        checked: bool,
+    ) -> Result<Vec<P>, SrsError>
+    where
+        P: UncompressedEncoding + Send,
+    {
+        let n = self.count(what)?;
+        let raw = self.take(what, n.checked_mul(size).unwrap_or(usize::MAX))?;
+        let path = self.path;
+        raw.par_chunks(size)
+            .with_min_len(1 << 10)
+            .enumerate()
+            .map(|(index, chunk)| {
+                let mut repr = P::Uncompressed::default();
+                repr.as_mut().copy_from_slice(chunk);
+                let point = if checked {
+                    P::from_uncompressed(&repr)
+                } else {
+                    P::from_uncompressed_unchecked(&repr)
+                };
+                Option::<P>::from(point).ok_or_else(|| SrsError::BadPoint {
+                    path: path.into(),
+                    what,
+                    index,
+                })
+            })
+            .collect()
+    }
+}
+
+fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> Vec<T> {
+    std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| (*shared).clone())
+}
+
+impl Srs {
+    /// Reads a parameter file through a memory map. With `checked`, every
+    /// point is also checked to lie in its prime-order subgroup (slow; files
+    /// this engine wrote itself need not be).
+    pub fn read(path: &Path, checked: bool) -> Result<Self, SrsError> {
+        let file = File::open(path).map_err(|source| SrsError::Open {
+            path: path.into(),
+            source,
+        })?;
+        // SAFETY: the map is read-only and dropped before returning; a file
+        // changed underneath would give bad points, which decoding rejects.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Open {
+            path: path.into(),
+            source,
+        })?;
+        let mut c = Cursor {
+            bytes: &map,
+            offset: 0,
+            path,
+        };
+        let fixed = c.take("verifying key", VK_FIXED_BYTES)?;
+        let ic = c.count("verifying key ic")?;
+        let ic_bytes = c.take("verifying key ic", ic.saturating_mul(G1_BYTES))?;
+        let vk_bytes = [fixed, &(ic as u32).to_be_bytes()[..], ic_bytes].concat();
+        let vk = VerifyingKey::read(&vk_bytes[..]).map_err(|source| SrsError::VerifyingKey {
+            path: path.into(),
+            source,
+        })?;
+        let h = c.points::<G1Affine>("h", G1_BYTES, checked)?;
+        let l = c.points::<G1Affine>("l", G1_BYTES, checked)?;
+        let a = c.points::<G1Affine>("a", G1_BYTES, checked)?;
+        let b_g1 = c.points::<G1Affine>("b_g1", G1_BYTES, checked)?;
+        let b_g2 = c.points::<G2Affine>("b_g2", G2_BYTES, checked)?;
+        if c.offset != map.len() {
+            return Err(SrsError::TrailingBytes {
+                path: path.into(),
+                extra: map.len() - c.offset,
+            });
+        }
+        let m = h.len() + 1;
+        if !m.is_power_of_two() {
+            return Err(SrsError::NotRadix2 {
+                path: path.into(),
+                h: h.len(),
+                m,
+            });
+        }
+        Ok(Self {
+            pvk: prepare_verifying_key(&vk),
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            path: Some(path.into()),
+        })
+    }
+
+    /// Takes parameters already in memory (as bellperson generated them).
+    pub fn from_parameters(params: Parameters<Bls12>) -> Self {
+        Self {
+            pvk: prepare_verifying_key(&params.vk),
+            vk: params.vk,
+            h: take(params.h),
+            l: take(params.l),
+            a: take(params.a),
+            b_g1: take(params.b_g1),
+            b_g2: take(params.b_g2),
+            path: None,
+        }
+    }
+
+    /// Writes parameters in bellperson's format, atomically (temp file, rename).
+    pub fn write_parameters(params: &Parameters<Bls12>, path: &Path) -> Result<(), SrsError> {
+        let err = |source| SrsError::Write {
+            path: path.into(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let file = File::create(&tmp).map_err(err)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 22, file);
+        params.write(&mut w).map_err(err)?;
+        std::io::Write::flush(&mut w).map_err(err)?;
+        drop(w);
+        std::fs::rename(&tmp, path).map_err(err)
+    }
+
+    pub fn shape(&self) -> SrsShape {
+        let domain = self.h.len() + 1;
+        SrsShape {
+            domain,
+            log_domain: domain.trailing_zeros(),
+            inputs: self.vk.ic.len(),
+            aux: self.l.len(),
+            a_len: self.a.len(),
+            b_len: self.b_g1.len(),
+        }
+    }
+
+    /// Bytes the decoded points take in memory.
+    pub fn memory_bytes(&self) -> usize {
+        (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len())
+            * std::mem::size_of::<G1Affine>()
+            + self.b_g2.len() * std::mem::size_of::<G2Affine>()
+    }
+}

@@ -1,0 +1,46 @@
+//! Helpers shared by the integration tests: cached parameters and engines.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cuzk::config::{Config, Variant};
+use cuzk::stages::{Srs, Workload};
+
+/// Parameters shared by every test of this binary, generated once per size
+/// into a directory under the target dir (so reruns reuse them).
+pub fn srs(workload: Workload, log_size: u32) -> Arc<Srs> {
+    static CACHE: OnceLock<Mutex<HashMap<(Workload, u32), Arc<Srs>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut guard = cache.lock().unwrap();
+    guard
+        .entry((workload, log_size))
+        .or_insert_with(|| {
+            let (srs, _, _) =
+                cuzk::params::load_or_generate(&param_dir(), workload, log_size).unwrap();
+            srs
+        })
+        .clone()
+}
+
+pub fn param_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("params")
+}
+
+/// A small CPU configuration for tests.
+pub fn config(variant: Variant) -> Config {
+    let mut c = Config::default();
+    c.pipeline.variant = variant;
+    c.gpu.backend = cuzk::config::Backend::Cpu;
+    c.threads.synthesis = 2;
+    c.threads.groth16 = 2;
+    c.engine.self_verify = false;
+    c
+}
+
+/// The smallest sha256 size (one compression).
+pub fn sha256_log_size() -> u32 {
+    Workload::Sha256.min_log_size()
+}
