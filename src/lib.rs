@@ -21,6 +21,7 @@
 pub mod backend;
 pub mod engine;
 pub mod params;
+pub mod report;
 
 pub use cuzk_config as config;
 pub use cuzk_engine as runtime;

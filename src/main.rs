@@ -1,1 +1,16 @@
-fn main() {}
+//! The `cuzk` command line.
+
+mod cli;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use figment::providers::{Env, Format, Serialized, Toml};
-use figment::{Figment, Profile, Source};
+use figment::{Figment, Source};
 
 use crate::schema::Config;
 
@@ -94,8 +94,32 @@ fn from_figment(e: figment::Error) -> ConfigError {
         .unwrap_or_default();
     ConfigError::Invalid {
         key,
-        message: e.kind.to_string(),
+        message: describe_kind(&e.kind),
         origin,
+    }
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_kind(kind: &figment::error::Kind) -> String {
+    use figment::error::Kind;
+    match kind {
+        Kind::UnknownField(field, expected) => {
+            format!(
+                "unknown key `{field}` (expected one of: {})",
+                quoted(expected)
+            )
+        }
+        Kind::UnknownVariant(value, expected) => {
+            format!("unknown value `{value}` (allowed: {})", quoted(expected))
+        }
+        other => other.to_string(),
     }
 }
 
@@ -104,11 +128,12 @@ fn describe(meta: &figment::Metadata, path: &[String]) -> String {
         Some(Source::File(p)) => format!("file {}", p.display()),
         _ if meta.name.contains("environment") => {
             format!(
-                "environment variable {}",
-                meta.interpolate(&Profile::Default, path)
+                "environment variable {ENV_PREFIX}{}",
+                path.join("__").to_uppercase()
             )
         }
-        _ if meta.name.contains("Serialized") => "default".into(),
+        // Defaults are the only values this crate provides from code.
+        Some(Source::Code(_)) => "default".into(),
         Some(other) => other.to_string(),
         None => meta.name.to_string(),
     }

@@ -80,7 +80,10 @@ struct NodeRt<T> {
     pool: Arc<rayon::ThreadPool>,
     /// Receivers of the input edge, to report queue depth.
     inputs: Vec<flume::Receiver<Envelope<T>>>,
-    output: Option<EdgeTx<T>>,
+    /// The next node in flow order, if any. Its edge's senders live only in
+    /// this node's workers, so when they all exit the next node sees its
+    /// input close: that is how shutdown cascades down the chain.
+    next: Option<usize>,
     stats: NodeStats,
 }
 
@@ -236,21 +239,16 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                     .iter()
                     .position(|&n| n == i)
                     .expect("validated: all reachable");
-                let output = chain
-                    .order
-                    .get(pos + 1)
-                    .map(|&next| edge_tx[next].clone().expect("made above"));
                 NodeRt {
                     spec: spec.clone(),
                     stage,
                     pool,
                     inputs: edge_rx[i].clone(),
-                    output,
+                    next: chain.order.get(pos + 1).copied(),
                     stats: NodeStats::default(),
                 }
             })
             .collect();
-        drop(edge_tx);
 
         let shared = Arc::new(Shared {
             resources: Resources::new(&self.spec.resources, self.devices),
@@ -281,17 +279,23 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                     (_, None) => unreachable!("only per-device nodes have per-device inputs"),
                 };
                 for _ in 0..node.spec.workers {
+                    let output = node
+                        .next
+                        .map(|next| edge_tx[next].clone().expect("every node has an input edge"));
                     tasks.push(handle.spawn(worker(
                         shared.clone(),
                         i,
                         worker_index,
                         device,
                         rx.clone(),
+                        output,
                     )));
                     worker_index += 1;
                 }
             }
         }
+        // Only workers (and the entry, for the first node) hold senders now.
+        drop(edge_tx);
         Ok(Runtime {
             shared,
             entry: Mutex::new(Some(entry)),
@@ -493,6 +497,7 @@ async fn worker<T: Send + 'static>(
     worker: usize,
     device: Option<usize>,
     input: flume::Receiver<Envelope<T>>,
+    output: Option<EdgeTx<T>>,
 ) {
     let rt = &shared.nodes[node];
     let spec = &rt.spec;
@@ -502,7 +507,8 @@ async fn worker<T: Send + 'static>(
             env.device = device;
         }
         let job = env.job.id;
-        let partition = Some(env.partition);
+        let index = env.partition;
+        let partition = Some(index);
         let here = shared.node_ref(node, Some(worker), env.device);
         shared.observers.emit(
             job,
@@ -661,7 +667,7 @@ async fn worker<T: Send + 'static>(
                     device: env.device,
                     notes,
                 });
-                forward(&shared, node, env).await;
+                forward(&shared, node, output.as_ref(), env).await;
             }
             Ok((env, Err(error), notes, spans)) => {
                 let cancelled = error.is::<Cancelled>();
@@ -702,7 +708,7 @@ async fn worker<T: Send + 'static>(
                 );
                 let settled = state.fail(JobError::failed(
                     &spec.name,
-                    partition.unwrap_or(0),
+                    index,
                     anyhow::anyhow!(message),
                 ));
                 shared.settle(&state, settled);
@@ -721,17 +727,15 @@ fn dropped<'a, T>(node: NodeRef<'a>, env: &Envelope<T>) -> EventKind<'a> {
 }
 
 /// Passes an item to the next node, or hands it to its job after the last.
-async fn forward<T: Send + 'static>(shared: &Arc<Shared<T>>, node: usize, mut env: Envelope<T>) {
+async fn forward<T: Send + 'static>(
+    shared: &Arc<Shared<T>>,
+    node: usize,
+    output: Option<&EdgeTx<T>>,
+    mut env: Envelope<T>,
+) {
     let job = env.job.clone();
-    match &shared.nodes[node].output {
-        Some(tx) => {
-            let pos = shared
-                .chain
-                .order
-                .iter()
-                .position(|&n| n == node)
-                .expect("in chain");
-            let next = shared.chain.order[pos + 1];
+    match (output, shared.nodes[node].next) {
+        (Some(tx), Some(next)) => {
             env.queued_at = Instant::now();
             shared.observers.emit(
                 job.id,
@@ -745,7 +749,7 @@ async fn forward<T: Send + 'static>(shared: &Arc<Shared<T>>, node: usize, mut en
                 shared.settle(&job, settled);
             }
         }
-        None => {
+        _ => {
             let partition = env.partition;
             let output = PartitionOutput {
                 item: env.item.take().expect("present until collected"),

@@ -350,3 +350,32 @@ async fn per_device_edges_keep_items_on_their_device_and_locks_serialise() {
     );
     assert_eq!(rt.status().nodes[1].workers, 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_drains_the_chain_and_later_jobs_are_refused() {
+    let spec = GraphSpec::new("s")
+        .node(
+            NodeSpec::new("check", "check", "CHECK")
+                .pool("a")
+                .workers(2),
+        )
+        .node(NodeSpec::new("double", "double", "DOUBLE").pool("b"))
+        .edge(SOURCE, "check", 2)
+        .edge("check", "double", 2);
+    let rt = RuntimeBuilder::new(spec, failing_registry(Arc::default()), pools())
+        .start()
+        .unwrap();
+    let job = rt.submit("before", items(5));
+    tokio::time::timeout(Duration::from_secs(10), rt.shutdown())
+        .await
+        .expect("every worker exits once its input closes");
+    assert_eq!(
+        job.await.unwrap().partitions.len(),
+        5,
+        "items in flight finish"
+    );
+    assert!(matches!(
+        rt.submit("after", items(1)).await,
+        Err(JobError::Shutdown)
+    ));
+}

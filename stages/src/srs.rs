@@ -139,7 +139,7 @@ impl<'a> Cursor<'a> {
         P: UncompressedEncoding + Send,
     {
         let n = self.count(what)?;
-        let raw = self.take(what, n.checked_mul(size).unwrap_or(usize::MAX))?;
+        let raw = self.take(what, n.saturating_mul(size))?;
         let path = self.path;
         raw.par_chunks(size)
             .with_min_len(1 << 10)

@@ -12,7 +12,8 @@ use cuzk::stages::{Srs, Workload};
 /// Parameters shared by every test of this binary, generated once per size
 /// into a directory under the target dir (so reruns reuse them).
 pub fn srs(workload: Workload, log_size: u32) -> Arc<Srs> {
-    static CACHE: OnceLock<Mutex<HashMap<(Workload, u32), Arc<Srs>>>> = OnceLock::new();
+    type Cache = Mutex<HashMap<(Workload, u32), Arc<Srs>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let mut guard = cache.lock().unwrap();
     guard

@@ -1,0 +1,127 @@
+//! Loading: file, environment overrides, and errors that name the bad key.
+
+// figment's Jail closures return its (large) error type.
+#![allow(clippy::result_large_err)]
+
+use cuzk_config::{ByteSize, Variant, from_toml_str, load};
+use figment::Jail;
+
+#[test]
+fn defaults_are_valid() {
+    let c = from_toml_str("").unwrap();
+    assert_eq!(c.pipeline.variant, Variant::Serial);
+    assert_eq!(c.channels.default, 2);
+}
+
+#[test]
+fn a_file_sets_values_and_the_environment_beats_it() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "cuzk.toml",
+            r#"
+            [pipeline]
+            variant = "two_lock"
+            [gpu]
+            workers_per_device = 3
+            [arenas]
+            max_bytes = "512MiB"
+            [channels.into]
+            gpu_compute = 1
+            "#,
+        )?;
+        jail.set_env("CUZK_GPU__WORKERS_PER_DEVICE", "4");
+        jail.set_env("CUZK_CONFIG", "ignored: not a nested key");
+        let loaded = load(Some("cuzk.toml".as_ref())).unwrap();
+        let c = &loaded.config;
+        assert_eq!(c.pipeline.variant, Variant::TwoLock);
+        assert_eq!(c.gpu.workers_per_device, 4, "environment beats the file");
+        assert_eq!(c.arenas.max_bytes, ByteSize::mib(512));
+        assert_eq!(c.channels.into["gpu_compute"], 1);
+        assert!(
+            loaded.origin("pipeline.variant").contains("cuzk.toml"),
+            "{}",
+            loaded.origin("pipeline.variant")
+        );
+        assert_eq!(
+            loaded.origin("gpu.workers_per_device"),
+            "environment variable CUZK_GPU__WORKERS_PER_DEVICE"
+        );
+        assert_eq!(loaded.origin("stages.synth.workers"), "default");
+        let shown = loaded.show();
+        assert!(shown.contains("variant = \"two_lock\""), "{shown}");
+        assert!(
+            shown.contains("# environment variable CUZK_GPU__WORKERS_PER_DEVICE"),
+            "{shown}"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn an_unknown_variant_lists_the_allowed_ones() {
+    let err = from_toml_str("[pipeline]\nvariant = \"quad_lock\"").unwrap_err();
+    assert_eq!(err.key(), Some("pipeline.variant"));
+    let text = err.to_string();
+    assert!(text.contains("quad_lock"), "{text}");
+    assert!(
+        text.contains("serial") && text.contains("single_lock") && text.contains("throttled"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_typo_names_the_key() {
+    let err = from_toml_str("[pipeline]\nvaraint = \"serial\"").unwrap_err();
+    assert_eq!(err.key(), Some("pipeline.varaint"));
+    assert!(
+        err.to_string()
+            .contains("unknown key `varaint` (expected one of: `variant`)"),
+        "{err}"
+    );
+    let err = from_toml_str("[pipline]\nvariant = \"serial\"").unwrap_err();
+    assert_eq!(err.key(), Some("pipline"));
+}
+
+#[test]
+fn zero_capacity_and_workers_are_rejected_by_name() {
+    let err = from_toml_str("[channels]\ndefault = 0").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config error at `channels.default`: must be at least 1 (got 0)"
+    );
+    let err = from_toml_str("[channels.into]\nprep_msm = 0").unwrap_err();
+    assert_eq!(err.key(), Some("channels.into.prep_msm"));
+    let err = from_toml_str("[stages.synth]\nworkers = 0").unwrap_err();
+    assert_eq!(err.key(), Some("stages.synth.workers"));
+    let err = from_toml_str("[gpu]\nworkers_per_device = 0").unwrap_err();
+    assert_eq!(err.key(), Some("gpu.workers_per_device"));
+}
+
+#[test]
+fn a_bad_type_or_size_names_the_key() {
+    let err = from_toml_str("[arenas]\nmax_bytes = \"12 parsecs\"").unwrap_err();
+    assert_eq!(err.key(), Some("arenas.max_bytes"));
+    assert!(err.to_string().contains("unknown size unit"), "{err}");
+    let err = from_toml_str("[stages.synth]\nworkers = \"many\"").unwrap_err();
+    assert_eq!(err.key(), Some("stages.synth.workers"));
+}
+
+#[test]
+fn an_environment_typo_is_an_error_too() {
+    Jail::expect_with(|jail| {
+        jail.set_env("CUZK_PIPELINE__VARAINT", "serial");
+        let err = load(None).err().expect("a typo'd variable is rejected");
+        assert_eq!(err.key(), Some("pipeline.varaint"));
+        assert!(err.to_string().contains("CUZK_PIPELINE__VARAINT"), "{err}");
+        Ok(())
+    });
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let err = load(Some("/nonexistent/cuzk.toml".as_ref())).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "config file `/nonexistent/cuzk.toml` does not exist"
+    );
+}
