@@ -19,6 +19,7 @@
 //! ```
 
 pub mod backend;
+pub mod bench;
 pub mod engine;
 pub mod params;
 pub mod report;

@@ -29,6 +29,23 @@ pub enum Provenance {
     Generated(Duration),
 }
 
+/// The cached parameter file of `workload` at 2^log_size in `dir`,
+/// generated first if it is not there.
+pub fn ensure(
+    dir: &Path,
+    workload: Workload,
+    log_size: u32,
+) -> anyhow::Result<(PathBuf, Provenance)> {
+    workload.check_log_size(log_size)?;
+    let path = dir.join(file_name(workload, log_size));
+    if path.is_file() {
+        return Ok((path, Provenance::Cached));
+    }
+    tracing::info!(path = %path.display(), "generating parameters (first use)");
+    let took = generate(workload, log_size, &path)?;
+    Ok((path, Provenance::Generated(took)))
+}
+
 /// Loads the cached parameters of `workload` at 2^log_size from `dir`,
 /// generating them first if they are not there.
 pub fn load_or_generate(
@@ -36,14 +53,7 @@ pub fn load_or_generate(
     workload: Workload,
     log_size: u32,
 ) -> anyhow::Result<(Arc<Srs>, PathBuf, Provenance)> {
-    workload.check_log_size(log_size)?;
-    let path = dir.join(file_name(workload, log_size));
-    let provenance = if path.is_file() {
-        Provenance::Cached
-    } else {
-        tracing::info!(path = %path.display(), "generating parameters (first use)");
-        Provenance::Generated(generate(workload, log_size, &path)?)
-    };
+    let (path, provenance) = ensure(dir, workload, log_size)?;
     let srs = Srs::read(&path, false).with_context(|| format!("loading {}", path.display()))?;
     Ok((Arc::new(srs), path, provenance))
 }

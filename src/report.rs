@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use cuzk_engine::StageTiming;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Mean times of one node over many partitions.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StageSummary {
     pub node: String,
     pub count: usize,

@@ -1,5 +1,7 @@
 //! Subcommands of the `cuzk` binary.
 
+mod bench;
+mod compare;
 mod config_cmd;
 mod prove;
 mod setup;
@@ -24,6 +26,10 @@ pub struct Cli {
 enum Command {
     /// Prove a built-in workload, verify every proof, print per-stage times.
     Prove(prove::Args),
+    /// Run -c proofs with -j in flight; s/proof, latency percentiles, time per stage.
+    Bench(bench::Args),
+    /// Run the same workload under several configs, interleaved; the relative performance table.
+    Compare(compare::Args),
     /// Generate parameters for a built-in workload.
     Setup(setup::Args),
     /// Show the effective configuration.
@@ -65,6 +71,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = cli.config.as_deref();
     match cli.command {
         Command::Prove(args) => prove::run(load_config(config)?, args),
+        Command::Bench(args) => bench::run(load_config(config)?, args),
+        Command::Compare(args) => compare::run(args),
         Command::Setup(args) => setup::run(args),
         Command::Config { action } => config_cmd::run(config, action),
     }

@@ -1,0 +1,197 @@
+//! The `cuzk` binary end to end: bad configs fail naming the key, `bench`
+//! reports, `compare` produces the relative performance table.
+
+mod common;
+
+use std::process::Command;
+
+fn cuzk() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cuzk"));
+    c.env("CUZK_SRS__CACHE_DIR", common::param_dir());
+    c.env("CUZK_GPU__BACKEND", "cpu");
+    c.env("CUZK_THREADS__GROTH16", "2");
+    c.env("CUZK_THREADS__SYNTHESIS", "2");
+    c.env("RUST_LOG", "warn");
+    c
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn bad_configs_fail_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        (
+            "[pipeline]\nvariant = \"quad_lock\"",
+            "config error at `pipeline.variant`: unknown value `quad_lock` (allowed: `serial`, `single_lock`, `two_lock`, `throttled`)",
+        ),
+        (
+            "[channels]\ndefault = 0",
+            "config error at `channels.default`: must be at least 1 (got 0)",
+        ),
+        (
+            "[pipeline]\nvaraint = \"serial\"",
+            "config error at `pipeline.varaint`: unknown key `varaint`",
+        ),
+        (
+            "[pipeline]\nvariant = \"two_lock\"\n[channels.into]\ngpu_compte = 1",
+            "config error at `channels.into.gpu_compte`: variant `two_lock` has no node `gpu_compte`",
+        ),
+    ] {
+        let cfg = write(dir.path(), "bad.toml", text);
+        let out = cuzk()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["bench", "--log-size", "10", "-c", "1"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{text}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "for {text:?} stderr was: {stderr}");
+    }
+}
+
+#[test]
+fn environment_overrides_beat_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "c.toml", "[pipeline]\nvariant = \"serial\"\n");
+    let out = cuzk()
+        .env("CUZK_PIPELINE__VARIANT", "throttled")
+        .arg("--config")
+        .arg(&cfg)
+        .args(["config", "show"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("variant = \"throttled\""), "{stdout}");
+    assert!(
+        stdout.contains("# environment variable CUZK_PIPELINE__VARIANT"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("synth -> prep_msm"), "{stdout}");
+}
+
+#[test]
+fn bench_reports_throughput_latency_and_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let out = cuzk()
+        .args([
+            "bench",
+            "--quiet",
+            "--log-size",
+            "10",
+            "--partitions",
+            "2",
+            "-c",
+            "3",
+            "-j",
+            "2",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("verified:   3/3 proofs"), "{stdout}");
+    let report: cuzk::bench::BenchReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        (report.proofs, report.in_flight, report.verified),
+        (3, 2, 3)
+    );
+    assert!(report.s_per_proof > 0.0 && report.s_per_proof <= report.wall_s);
+    assert!(report.latency_p50_s <= report.latency_p95_s);
+    let stages: Vec<_> = report.stages.iter().map(|s| s.node.as_str()).collect();
+    assert_eq!(
+        stages,
+        ["synth", "prep_msm", "gpu_ntt_msm", "b_g2_msm", "assemble"]
+    );
+    assert!(report.stages.iter().all(|s| s.count == 6 && s.ran_s > 0.0));
+    assert!(report.peak_rss_bytes > 0);
+}
+
+#[test]
+fn compare_produces_a_row_per_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.toml", "[pipeline]\nvariant = \"serial\"\n");
+    let b = write(
+        dir.path(),
+        "b.toml",
+        "[pipeline]\nvariant = \"two_lock\"\n[channels.into]\ngpu_compute = 1\n",
+    );
+    let json = dir.path().join("cmp.json");
+    let md = dir.path().join("cmp.md");
+    let out = cuzk()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args([
+            "--log-size",
+            "10",
+            "--partitions",
+            "2",
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "--reps",
+            "2",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["variant"], "serial");
+    assert_eq!(rows[1]["variant"], "two_lock");
+    assert_eq!(rows[0]["ratio"].as_f64(), Some(1.0));
+    for r in rows {
+        let s = r["s_per_proof"].as_f64().unwrap();
+        assert!(s > 0.0 && s < 60.0, "{r}");
+        assert!(
+            r["s_per_proof_min"].as_f64().unwrap() <= s
+                && s <= r["s_per_proof_max"].as_f64().unwrap()
+        );
+        assert_eq!(r["runs"].as_array().unwrap().len(), 2);
+        assert_eq!(r["verified"], 4);
+    }
+    let ratio = rows[1]["ratio"].as_f64().unwrap();
+    assert!(
+        (ratio
+            - rows[1]["s_per_proof"].as_f64().unwrap() / rows[0]["s_per_proof"].as_f64().unwrap())
+        .abs()
+            < 1e-9
+    );
+    assert!(stdout.lines().any(|l| l.starts_with("serial ")), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("two_lock ")),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("| serial | serial |") && md.contains("| two_lock | two_lock |"),
+        "{md}"
+    );
+}
