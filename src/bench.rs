@@ -75,6 +75,9 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// A proof's latency, result and the public inputs it should have.
+type Finished = (Duration, Result<JobProofs, ProveError>, Vec<Vec<blstrs::Scalar>>);
+
 /// Runs the benchmark on `engine`; `on_done` is called after each proof.
 pub async fn run(
     engine: &Engine,
@@ -88,11 +91,7 @@ pub async fn run(
         "-j (proofs in flight) must be at least 1"
     );
     let started = Instant::now();
-    let mut running: JoinSet<(
-        Duration,
-        Result<JobProofs, ProveError>,
-        Vec<Vec<blstrs::Scalar>>,
-    )> = JoinSet::new();
+    let mut running: JoinSet<Finished> = JoinSet::new();
     let mut next = 0;
     let mut latencies = vec![];
     let mut timings = vec![];
