@@ -48,11 +48,14 @@ pub struct BenchReport {
     pub peak_rss_bytes: u64,
     /// Proofs (jobs) whose every partition verified with bellperson's verifier.
     pub verified: usize,
+    /// GPU busy time over wall time, from the run's timeline when one was recorded.
+    #[serde(default)]
+    pub gpu_utilisation: Option<f64>,
 }
 
 /// The job of proof number `index`: partitions with their own witnesses.
 pub fn job_for(srs: &Arc<Srs>, spec: &BenchSpec, index: usize) -> (Job, Vec<Vec<blstrs::Scalar>>) {
-    let mut job = Job::new(srs.clone()).label(format!("{}-{index}", spec.workload.name()));
+    let mut job = Job::new(srs.clone()).label(spec.workload.name());
     let mut inputs = vec![];
     for p in 0..spec.partitions {
         let seed = spec
@@ -76,7 +79,11 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// A proof's latency, result and the public inputs it should have.
-type Finished = (Duration, Result<JobProofs, ProveError>, Vec<Vec<blstrs::Scalar>>);
+type Finished = (
+    Duration,
+    Result<JobProofs, ProveError>,
+    Vec<Vec<blstrs::Scalar>>,
+);
 
 /// Runs the benchmark on `engine`; `on_done` is called after each proof.
 pub async fn run(
@@ -155,6 +162,7 @@ pub async fn run(
         stages: summarise(timings.iter().map(Vec::as_slice)),
         peak_rss_bytes: peak_rss_bytes().unwrap_or(0),
         verified,
+        gpu_utilisation: None,
     })
 }
 
@@ -179,6 +187,12 @@ impl BenchReport {
             "latency:    p50 {:.3} s, p95 {:.3} s, max {:.3} s\n",
             self.latency_p50_s, self.latency_p95_s, self.latency_max_s
         ));
+        if let Some(u) = self.gpu_utilisation {
+            out.push_str(&format!(
+                "GPU util:   {:.1}% (gpu_ntt_msm busy time / wall, from the timeline)\n",
+                u * 100.0
+            ));
+        }
         out.push_str(&format!(
             "peak RSS:   {}\n",
             crate::report::mib(self.peak_rss_bytes)

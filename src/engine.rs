@@ -251,9 +251,12 @@ impl Engine {
         let stages = match backend.choice {
             BackendChoice::Cpu => cuzk_stages::cpu_stages(),
         };
+        let metrics =
+            crate::metrics::MetricsObserver::new(config.pipeline.variant.as_str(), &arenas);
         let mut builder = RuntimeBuilder::new(spec, stages, pools)
             .arenas(arenas.clone())
-            .devices(devices);
+            .devices(devices)
+            .observer(Arc::new(metrics));
         for o in options.observers {
             builder = builder.observer(o);
         }

@@ -21,8 +21,11 @@
 pub mod backend;
 pub mod bench;
 pub mod engine;
+pub mod metrics;
 pub mod params;
 pub mod report;
+pub mod telemetry;
+pub mod waterfall;
 
 pub use cuzk_config as config;
 pub use cuzk_engine as runtime;

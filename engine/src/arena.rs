@@ -259,6 +259,25 @@ struct PoolInner {
     in_use: AtomicUsize,
     peak_in_use: AtomicUsize,
     mapped: AtomicUsize,
+    watcher: std::sync::OnceLock<Box<dyn Fn(ArenaStats) + Send + Sync>>,
+}
+
+impl PoolInner {
+    fn stats(&self) -> ArenaStats {
+        ArenaStats {
+            count: self.count,
+            created: self.created.load(Ordering::SeqCst),
+            in_use: self.in_use.load(Ordering::SeqCst),
+            mapped_bytes: self.mapped.load(Ordering::SeqCst),
+            peak_in_use: self.peak_in_use.load(Ordering::SeqCst),
+        }
+    }
+
+    fn changed(&self) {
+        if let Some(w) = self.watcher.get() {
+            w(self.stats());
+        }
+    }
 }
 
 /// A bounded pool of arenas. Cloning shares the pool.
@@ -294,6 +313,7 @@ impl ArenaPool {
                 in_use: AtomicUsize::new(0),
                 peak_in_use: AtomicUsize::new(0),
                 mapped: AtomicUsize::new(0),
+                watcher: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -325,6 +345,7 @@ impl ArenaPool {
         });
         let now = inner.in_use.fetch_add(1, Ordering::SeqCst) + 1;
         inner.peak_in_use.fetch_max(now, Ordering::SeqCst);
+        inner.changed();
         ArenaLease {
             arena: Some(arena),
             pool: self.inner.clone(),
@@ -333,14 +354,13 @@ impl ArenaPool {
     }
 
     pub fn stats(&self) -> ArenaStats {
-        let i = &self.inner;
-        ArenaStats {
-            count: i.count,
-            created: i.created.load(Ordering::SeqCst),
-            in_use: i.in_use.load(Ordering::SeqCst),
-            mapped_bytes: i.mapped.load(Ordering::SeqCst),
-            peak_in_use: i.peak_in_use.load(Ordering::SeqCst),
-        }
+        self.inner.stats()
+    }
+
+    /// Calls `f` with fresh stats whenever an arena is leased or returned
+    /// (for gauges). One watcher per pool; later calls are ignored.
+    pub fn watch(&self, f: impl Fn(ArenaStats) + Send + Sync + 'static) {
+        let _ = self.inner.watcher.set(Box::new(f));
     }
 
     pub fn max_bytes(&self) -> usize {
@@ -398,6 +418,7 @@ impl Drop for ArenaLease {
         if let Some(arena) = self.arena.take() {
             self.pool.free.lock().unwrap().push(arena);
             self.pool.in_use.fetch_sub(1, Ordering::SeqCst);
+            self.pool.changed();
         }
         // The permit is released after the arena is back on the free list.
     }

@@ -16,7 +16,9 @@ pub mod observer;
 pub mod pool;
 mod resource;
 pub mod runtime;
+pub mod spans;
 pub mod stage;
+pub mod timeline;
 
 pub use arena::{ArenaLease, ArenaPool, ArenaStats, ArenaView, LayoutBuilder, PageLocker, Region};
 pub use graph::{
@@ -26,4 +28,6 @@ pub use job::{JobCanceller, JobError, JobHandle, JobId, JobOutput, PartitionOutp
 pub use observer::{DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, Wait};
 pub use pool::CpuPools;
 pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
+pub use spans::SpanObserver;
 pub use stage::{CancelFlag, Cancelled, Stage, StageContext, StageRegistry};
+pub use timeline::TimelineWriter;

@@ -17,6 +17,8 @@ pub struct NodeRef<'a> {
     /// None for events before a worker took the item (`Queued`).
     pub worker: Option<usize>,
     pub device: Option<usize>,
+    /// The stage reports device spans of its own.
+    pub device_timed: bool,
 }
 
 /// What an item is waiting for.
@@ -87,6 +89,8 @@ pub enum EventKind<'a> {
         node: NodeRef<'a>,
         reason: DropReason,
     },
+    /// The partition left the last node and was handed to its job.
+    PartitionDone,
 }
 
 #[derive(Clone, Debug)]

@@ -101,7 +101,7 @@ struct Shared<T> {
     jobs_running: AtomicUsize,
 }
 
-impl<T> Shared<T> {
+impl<T: 'static> Shared<T> {
     fn node_ref(&self, node: usize, worker: Option<usize>, device: Option<usize>) -> NodeRef<'_> {
         let spec = &self.nodes[node].spec;
         NodeRef {
@@ -109,6 +109,7 @@ impl<T> Shared<T> {
             event: &spec.event,
             worker,
             device,
+            device_timed: self.nodes[node].stage.device_timed(),
         }
     }
 
@@ -757,6 +758,9 @@ async fn forward<T: Send + 'static>(
             };
             // The arena goes back to its pool here, before the job is told.
             drop(env);
+            shared
+                .observers
+                .emit(job.id, Some(partition), EventKind::PartitionDone);
             let settled = job.complete(partition, output);
             shared.settle(&job, settled);
         }

@@ -16,6 +16,12 @@ use crate::observer::DeviceSpan;
 /// channels, locks or other items: the runtime handles those around it.
 pub trait Stage<T>: Send + Sync + 'static {
     fn run(&self, item: &mut T, cx: &mut StageContext<'_>) -> anyhow::Result<()>;
+
+    /// Whether the stage times its own device work (`StageContext::device_span`).
+    /// Timelines then bound the node's events by device time.
+    fn device_timed(&self) -> bool {
+        false
+    }
 }
 
 impl<T, F> Stage<T> for F

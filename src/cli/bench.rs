@@ -65,10 +65,24 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Write TIMELINE events to this file.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+    /// Write a waterfall chart of the run: OUT.svg, OUT.html, and its summary.
+    #[arg(long)]
+    pub waterfall: Option<PathBuf>,
 }
 
 pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
-    super::init_logging(&loaded.config);
+    // A waterfall needs a timeline: record one to a temporary file if none was asked for.
+    let scratch = tempfile::tempdir()?;
+    let timeline = match (&args.timeline, &args.waterfall) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(_)) => Some(scratch.path().join("timeline.log")),
+        (None, None) => None,
+    };
+    let session = super::Session::start(&loaded.config, timeline.as_deref())?;
+    let rt = &session.rt;
     let spec = args.run.spec()?;
     let (srs, params_note) = super::prove::load_params(
         &loaded,
@@ -76,9 +90,12 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
         spec.log_size,
         args.run.params.as_ref(),
     )?;
-    let rt = super::tokio_runtime()?;
     let _guard = rt.enter();
-    let engine = Engine::from_config(loaded.config.clone()).context("starting the engine")?;
+    let engine = Engine::with_options(
+        loaded.config.clone(),
+        session.engine_options(&loaded.config),
+    )
+    .context("starting the engine")?;
     if !args.quiet {
         eprintln!("parameters: {params_note}");
     }
@@ -92,12 +109,24 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
             .expect("a valid template")
             .progress_chars("=> "),
     );
-    let report = rt.block_on(run_bench(&engine, srs, &spec, |done| {
+    let mut report = rt.block_on(run_bench(&engine, srs, &spec, |done| {
         bar.set_position(done as u64)
     }))?;
     bar.finish_and_clear();
     rt.block_on(engine.shutdown());
+    drop(engine);
+    if let Some(path) = &timeline {
+        let text = std::fs::read_to_string(path)?;
+        report.gpu_utilisation = cuzk::waterfall::from_log(&text, 0.0)
+            .summary
+            .gpu
+            .map(|g| g.utilisation);
+    }
     print!("{}", report.render());
+    if let (Some(out), Some(log)) = (&args.waterfall, &timeline) {
+        println!("waterfall:");
+        super::waterfall::render(log, out, 0.0, None)?;
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("writing {}", path.display()))?;

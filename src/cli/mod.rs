@@ -5,6 +5,7 @@ mod compare;
 mod config_cmd;
 mod prove;
 mod setup;
+mod waterfall;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     Compare(compare::Args),
     /// Generate parameters for a built-in workload.
     Setup(setup::Args),
+    /// Turn a TIMELINE log into a waterfall chart (SVG + HTML) and a bottleneck summary.
+    Waterfall(waterfall::Args),
     /// Show the effective configuration.
     Config {
         #[command(subcommand)]
@@ -44,27 +47,78 @@ fn load_config(path: Option<&std::path::Path>) -> anyhow::Result<Loaded> {
     Ok(cuzk::config::load(path)?)
 }
 
-/// Logs go to stderr, human-readable or JSON as configured; RUST_LOG wins.
-fn init_logging(config: &cuzk::config::Config) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&config.logging.level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match config.logging.format {
-        cuzk::config::LogFormat::Human => builder.try_init(),
-        cuzk::config::LogFormat::Json => builder.json().try_init(),
-    };
+/// What a command that runs the engine sets up around it: the async
+/// runtime, logs and trace export, metrics, timeline, in that order.
+pub struct Session {
+    pub rt: tokio::runtime::Runtime,
+    telemetry: Option<cuzk::telemetry::Telemetry>,
+    /// Where TIMELINE lines go, if anywhere.
+    pub timeline: Option<std::sync::Arc<cuzk::runtime::TimelineWriter>>,
 }
 
-fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("cuzk-async")
-        .enable_all()
-        .build()?)
+impl Session {
+    /// `timeline` (a `--timeline FILE` flag) overrides `[timeline]` in the config.
+    pub fn start(
+        config: &cuzk::config::Config,
+        timeline: Option<&std::path::Path>,
+    ) -> anyhow::Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cuzk-async")
+            .enable_all()
+            .build()?;
+        let guard = rt.enter();
+        let telemetry = cuzk::telemetry::init(config)?;
+        if let Some(addr) = config.metrics.listen {
+            cuzk::metrics::serve(addr)?;
+            tracing::info!(%addr, "serving Prometheus metrics at /metrics");
+        }
+        let path = timeline.map(std::path::Path::to_path_buf).or_else(|| {
+            config
+                .timeline
+                .enabled
+                .then(|| config.timeline.path.clone())
+                .flatten()
+        });
+        let timeline = match (&path, config.timeline.enabled) {
+            (Some(p), _) => Some(
+                cuzk::runtime::TimelineWriter::file(p)
+                    .map_err(|e| anyhow::anyhow!("opening timeline file {}: {e}", p.display()))?,
+            ),
+            (None, true) => Some(cuzk::runtime::TimelineWriter::stderr()),
+            (None, false) => None,
+        }
+        .map(std::sync::Arc::new);
+        drop(guard);
+        Ok(Self {
+            rt,
+            telemetry: Some(telemetry),
+            timeline,
+        })
+    }
+
+    /// Observers for the engine: the timeline, and spans when exporting traces.
+    pub fn engine_options(&self, config: &cuzk::config::Config) -> cuzk::EngineOptions {
+        let mut options = cuzk::EngineOptions::default();
+        if let Some(t) = &self.timeline {
+            options.observers.push(t.clone());
+        }
+        if config.tracing.otlp {
+            options
+                .observers
+                .push(std::sync::Arc::new(cuzk::runtime::SpanObserver::new()));
+        }
+        options
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Flush spans while the runtime that drives the exporter still runs.
+        if let Some(t) = self.telemetry.take() {
+            t.shutdown();
+        }
+    }
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -74,6 +128,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(load_config(config)?, args),
         Command::Compare(args) => compare::run(args),
         Command::Setup(args) => setup::run(args),
+        Command::Waterfall(args) => waterfall::run(args),
         Command::Config { action } => config_cmd::run(config, action),
     }
 }

@@ -28,6 +28,9 @@ pub struct Args {
     /// Seed the partitions' witnesses are drawn from.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Write TIMELINE events to this file.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
 }
 
 /// Loads `--params` or the cached parameters, generating them on first use.
@@ -73,14 +76,18 @@ pub fn workload_job(
 }
 
 pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
-    super::init_logging(&loaded.config);
+    let session = super::Session::start(&loaded.config, args.timeline.as_deref())?;
+    let rt = &session.rt;
     let workload = Workload::parse(&args.workload)?;
     workload.check_log_size(args.log_size)?;
     anyhow::ensure!(args.partitions >= 1, "--partitions must be at least 1");
     let (srs, params_note) = load_params(&loaded, workload, args.log_size, args.params.as_ref())?;
-    let rt = super::tokio_runtime()?;
     let _guard = rt.enter();
-    let engine = Engine::from_config(loaded.config.clone()).context("starting the engine")?;
+    let engine = Engine::with_options(
+        loaded.config.clone(),
+        session.engine_options(&loaded.config),
+    )
+    .context("starting the engine")?;
     println!(
         "cuzk prove: {} at 2^{} x {} partition(s) ({} each); variant {}; backend {} ({})",
         workload.name(),

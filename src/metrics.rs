@@ -1,0 +1,130 @@
+//! Prometheus metrics from runtime events: proofs completed and failed by
+//! workload and variant, stage durations, channel depth per edge, waits,
+//! arenas in use and device busy time.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use cuzk_engine::{ArenaPool, Event, EventKind, JobId, Observer, Wait};
+
+/// Records every event as metrics in the global `metrics` recorder (a no-op
+/// until one is installed, e.g. by [`serve`]).
+pub struct MetricsObserver {
+    variant: String,
+    workloads: Mutex<HashMap<JobId, String>>,
+    depth: Mutex<HashMap<String, i64>>,
+}
+
+impl MetricsObserver {
+    /// Also keeps the `cuzk_arenas_in_use` gauge of `arenas` current.
+    pub fn new(variant: &str, arenas: &ArenaPool) -> Self {
+        arenas.watch(|stats| metrics::gauge!("cuzk_arenas_in_use").set(stats.in_use as f64));
+        Self {
+            variant: variant.into(),
+            workloads: Mutex::default(),
+            depth: Mutex::default(),
+        }
+    }
+
+    fn set_depth(&self, node: &str, delta: i64) {
+        let mut depth = self.depth.lock().unwrap();
+        let d = depth.entry(node.to_string()).or_default();
+        *d += delta;
+        metrics::gauge!("cuzk_channel_depth", "edge" => format!("into_{node}")).set(*d as f64);
+    }
+}
+
+impl Observer for MetricsObserver {
+    fn on_event(&self, e: &Event<'_>) {
+        match &e.kind {
+            EventKind::JobSubmitted { label, .. } => {
+                self.workloads
+                    .lock()
+                    .unwrap()
+                    .insert(e.job, label.to_string());
+                metrics::counter!("cuzk_jobs_submitted_total", "variant" => self.variant.clone())
+                    .increment(1);
+            }
+            EventKind::JobFinished { ok, .. } => {
+                let workload = self
+                    .workloads
+                    .lock()
+                    .unwrap()
+                    .remove(&e.job)
+                    .unwrap_or_default();
+                let name = if *ok {
+                    "cuzk_proofs_completed_total"
+                } else {
+                    "cuzk_proofs_failed_total"
+                };
+                metrics::counter!(name, "workload" => workload, "variant" => self.variant.clone())
+                    .increment(1);
+            }
+            EventKind::Queued { node } => self.set_depth(node.name, 1),
+            EventKind::Picked { node, .. } => self.set_depth(node.name, -1),
+            EventKind::WaitEnd { node, wait, waited } => {
+                let what = match wait {
+                    Wait::Arena => "arena".to_string(),
+                    Wait::Resource(r) | Wait::Gate(r) => r.to_string(),
+                };
+                metrics::histogram!("cuzk_wait_seconds", "stage" => node.name.to_string(), "for" => what)
+                    .record(waited.as_secs_f64());
+            }
+            EventKind::StageEnd {
+                node,
+                elapsed,
+                error,
+                device_spans,
+                ..
+            } => {
+                let stage = node.name.to_string();
+                metrics::histogram!("cuzk_stage_duration_seconds", "stage" => stage.clone())
+                    .record(elapsed.as_secs_f64());
+                if error.is_some() {
+                    metrics::counter!("cuzk_stage_errors_total", "stage" => stage).increment(1);
+                }
+                if let Some(device) = node.device {
+                    let busy = if device_spans.is_empty() {
+                        elapsed.as_secs_f64()
+                    } else {
+                        device_spans
+                            .iter()
+                            .map(|s| (s.end - s.start).as_secs_f64())
+                            .sum()
+                    };
+                    metrics::counter!("cuzk_device_busy_microseconds_total", "device" => device.to_string())
+                        .increment((busy * 1e6) as u64);
+                }
+            }
+            EventKind::PartitionDone => {
+                metrics::counter!("cuzk_partitions_completed_total").increment(1);
+            }
+            EventKind::StageStart { .. }
+            | EventKind::WaitStart { .. }
+            | EventKind::Dropped { .. } => {}
+        }
+    }
+}
+
+/// Serves the global metrics in Prometheus' text format at `http://addr/metrics`.
+/// Must run inside a tokio runtime; once per process.
+pub fn serve(addr: SocketAddr) -> anyhow::Result<()> {
+    // Durations from a millisecond to minutes, as histograms (aggregatable across hosts).
+    const BUCKETS: [f64; 16] = [
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0,
+        100.0,
+    ];
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets(&BUCKETS)
+        .map_err(|e| anyhow::anyhow!("histogram buckets: {e}"))?
+        .install()
+        .map_err(|e| anyhow::anyhow!("serving metrics on {addr} (`metrics.listen`): {e}"))?;
+    metrics::describe_counter!(
+        "cuzk_device_busy_microseconds_total",
+        metrics::Unit::Microseconds,
+        "time each device spent on device stages (device-timed where the backend measures it)"
+    );
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! `cuzk waterfall`: TIMELINE logs turned into a waterfall chart (SVG and a
+//! self-contained HTML page) and the numbers behind a bottleneck verdict.
+
+pub mod analyze;
+pub mod model;
+pub mod parse;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+pub use analyze::Summary;
+pub use model::Timeline;
+
+/// A parsed log and its analysis.
+pub struct Waterfall {
+    pub timeline: Timeline,
+    pub summary: Summary,
+}
+
+/// Parses and analyses a log; idle gaps under `min_gap_ms` are not counted.
+pub fn from_log(text: &str, min_gap_ms: f64) -> Waterfall {
+    let timeline = model::build(&parse::parse(text));
+    let summary = analyze::analyze(&timeline, min_gap_ms);
+    Waterfall { timeline, summary }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A self-contained page: the chart inline (hover a bar for its details)
+/// and the text summary.
+pub fn html(svg: &str, summary: &Summary, title: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>body{{font-family:Helvetica,Arial,sans-serif;margin:16px;color:#222}}pre{{background:#f6f6f6;padding:10px;border:1px solid #ddd;font-size:12px}}.chart{{overflow-x:auto}}</style>\n</head><body>\n<h2>{t}</h2>\n<div class=\"chart\">\n{svg}</div>\n<h3>Summary</h3>\n<pre>{s}</pre>\n</body></html>\n",
+        t = esc(title),
+        s = esc(&summary.render()),
+    )
+}
+
+impl Waterfall {
+    /// Writes `<out>.svg` and `<out>.html` (whichever extension `out` has).
+    pub fn write(&self, out: &Path, title: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let svg = svg::render(&self.timeline, &self.summary, title);
+        let (svg_path, html_path) = (out.with_extension("svg"), out.with_extension("html"));
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&svg_path, &svg)?;
+        std::fs::write(&html_path, html(&svg, &self.summary, title))?;
+        Ok((svg_path, html_path))
+    }
+}
