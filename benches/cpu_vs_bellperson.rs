@@ -6,7 +6,8 @@
 //! noise hits both alike. Prints medians, the time ratio and the memory ratio.
 //!
 //! `cargo bench --bench cpu_vs_bellperson`; sizes from the environment:
-//! CUZK_BENCH_LOG_SIZE (16), CUZK_BENCH_PARTITIONS (4), CUZK_BENCH_REPS (3).
+//! CUZK_BENCH_LOG_SIZE (16), CUZK_BENCH_PARTITIONS (4), CUZK_BENCH_REPS (3),
+//! CUZK_BENCH_WORKLOAD (chain), CUZK_BENCH_PARAMS (a parameter file to use).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +30,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 struct Setup {
+    workload: Workload,
     log_size: u32,
     partitions: u64,
     params: PathBuf,
@@ -37,9 +39,15 @@ struct Setup {
 fn setup() -> Setup {
     let log_size = env_or("CUZK_BENCH_LOG_SIZE", 16) as u32;
     let partitions = env_or("CUZK_BENCH_PARTITIONS", 4);
+    let workload =
+        Workload::parse(&std::env::var("CUZK_BENCH_WORKLOAD").unwrap_or_else(|_| "chain".into()))
+            .expect("CUZK_BENCH_WORKLOAD is chain or sha256");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("params");
-    let params = dir.join(cuzk::params::file_name(Workload::Chain, log_size));
+    let params = std::env::var_os("CUZK_BENCH_PARAMS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join(cuzk::params::file_name(workload, log_size)));
     Setup {
+        workload,
         log_size,
         partitions,
         params,
@@ -49,7 +57,7 @@ fn setup() -> Setup {
 /// One measured run of one side, in a child process.
 fn child(side: &str, s: &Setup) {
     let instances: Vec<_> = (0..s.partitions)
-        .map(|p| Workload::Chain.instance(s.log_size, 42 + p))
+        .map(|p| s.workload.instance(s.log_size, 42 + p))
         .collect();
     let inputs: Vec<_> = instances.iter().map(|i| i.public_inputs.clone()).collect();
     let (seconds, proofs) = match side {
@@ -122,10 +130,10 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn ensure_params(path: &Path, log_size: u32) {
+fn ensure_params(path: &Path, workload: Workload, log_size: u32) {
     if !path.is_file() {
         eprintln!("generating parameters {} (first run)", path.display());
-        cuzk::params::generate(Workload::Chain, log_size, path).unwrap();
+        cuzk::params::generate(workload, log_size, path).unwrap();
     }
 }
 
@@ -139,11 +147,12 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return;
     }
-    ensure_params(&s.params, s.log_size);
+    ensure_params(&s.params, s.workload, s.log_size);
     let reps = env_or("CUZK_BENCH_REPS", 3) as usize;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "chain 2^{} x {} partitions, parameters {}, {cores} cores, {reps} interleaved repetitions",
+        "{} 2^{} x {} partitions, parameters {}, {cores} cores, {reps} interleaved repetitions",
+        s.workload.name(),
         s.log_size,
         s.partitions,
         s.params.display()

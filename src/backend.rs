@@ -1,18 +1,26 @@
-//! Which backend runs the device stages, and why.
+//! Which backend runs the device stages, on which devices, and why.
+
+use std::sync::Arc;
 
 use cuzk_config::{Backend as Requested, Config};
+use cuzk_gpu::device::{DeviceInfo, probe};
+use cuzk_stages::gpu::{GpuContext, GpuDevice};
 
 /// The backends this binary can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
     Cpu,
+    Gpu,
 }
 
-/// The chosen backend, how many (logical) devices it drives, and the reason.
+/// The chosen backend, how many logical devices it drives, and the reason.
 #[derive(Clone, Debug)]
 pub struct Backend {
     pub choice: BackendChoice,
+    /// Logical devices: each has its own workers and locks.
     pub devices: usize,
+    /// For the GPU backend, the physical device behind each logical one.
+    pub gpus: Vec<DeviceInfo>,
     /// Why this backend: shown by `cuzk info` and `cuzk prove`.
     pub reason: String,
 }
@@ -21,22 +29,115 @@ impl Backend {
     pub fn name(&self) -> &'static str {
         match self.choice {
             BackendChoice::Cpu => "cpu",
+            BackendChoice::Gpu => "gpu",
         }
     }
 
-    /// Picks the backend the configuration asks for, or explains why it cannot.
+    /// Picks the backend the configuration asks for, or says why it cannot.
     pub fn select(config: &Config) -> Result<Self, String> {
-        let cpu = |reason: &str| Backend {
+        let cpu = |reason: String| Backend {
             choice: BackendChoice::Cpu,
             devices: config.gpu.logical_devices.max(1),
-            reason: reason.into(),
+            gpus: vec![],
+            reason,
         };
-        match config.gpu.backend {
-            Requested::Cpu => Ok(cpu("gpu.backend = \"cpu\"")),
-            Requested::Auto => Ok(cpu("this binary carries no GPU kernels")),
-            Requested::Gpu => {
-                Err("gpu.backend = \"gpu\" but this binary carries no GPU kernels".into())
-            }
+        if config.gpu.backend == Requested::Cpu {
+            return Ok(cpu("gpu.backend = \"cpu\"".into()));
         }
+        match Self::usable_gpus(config) {
+            Ok(gpus) => {
+                let logical = if config.gpu.logical_devices > 0 {
+                    config.gpu.logical_devices
+                } else {
+                    gpus.len()
+                };
+                let names: Vec<String> = gpus
+                    .iter()
+                    .map(|g| format!("{} ({})", g.ordinal, g.name))
+                    .collect();
+                Ok(Backend {
+                    choice: BackendChoice::Gpu,
+                    devices: logical,
+                    reason: format!(
+                        "GPU {} with kernels for {}",
+                        names.join(", "),
+                        cuzk_gpu::kernels().unwrap_or("")
+                    ),
+                    gpus: (0..logical).map(|i| gpus[i % gpus.len()].clone()).collect(),
+                })
+            }
+            Err(why) if config.gpu.backend == Requested::Gpu => {
+                Err(format!("gpu.backend = \"gpu\" but {why}"))
+            }
+            Err(why) => Ok(cpu(why)),
+        }
+    }
+
+    /// The configured devices that can run this binary's kernels.
+    fn usable_gpus(config: &Config) -> Result<Vec<DeviceInfo>, String> {
+        if cuzk_gpu::kernels().is_none() {
+            return Err("this binary carries no GPU kernels (built without nvcc)".into());
+        }
+        let found = probe()?;
+        let chosen: Vec<DeviceInfo> = if config.gpu.devices.is_empty() {
+            found.clone()
+        } else {
+            config
+                .gpu
+                .devices
+                .iter()
+                .map(|&d| {
+                    found.iter().find(|g| g.ordinal == d).cloned().ok_or_else(|| {
+                        format!("config error at `gpu.devices`: device {d} does not exist ({} found)", found.len())
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let (usable, unusable): (Vec<_>, Vec<_>) =
+            chosen.into_iter().partition(DeviceInfo::runs_kernels);
+        if usable.is_empty() {
+            let why: Vec<String> = unusable
+                .iter()
+                .map(|g| {
+                    format!(
+                        "device {} ({}) is sm_{}{}",
+                        g.ordinal, g.name, g.compute_capability.0, g.compute_capability.1
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "no device runs the kernels, built for {}: {}",
+                cuzk_gpu::kernels().unwrap_or(""),
+                why.join("; ")
+            ));
+        }
+        Ok(usable)
+    }
+
+    /// The shared state of the GPU stages: one entry per logical device,
+    /// logical devices on one GPU sharing its budget and resident SRS.
+    pub fn gpu_context(&self, config: &Config) -> Arc<GpuContext> {
+        let mut physical: Vec<Arc<GpuDevice>> = vec![];
+        let devices = self
+            .gpus
+            .iter()
+            .map(|g| {
+                if let Some(d) = physical.iter().find(|d| d.ordinal == g.ordinal as i32) {
+                    return d.clone();
+                }
+                let budget = match config.gpu.vram_budget.bytes() {
+                    0 => g.free_mem / 10 * 9,
+                    b => b as usize,
+                };
+                let d = GpuDevice::new(g.ordinal as i32, budget);
+                physical.push(d.clone());
+                d
+            })
+            .collect();
+        Arc::new(GpuContext {
+            devices,
+            srs_resident: config.gpu.srs_resident,
+            b_g2_on_gpu: config.gpu.b_g2_on_gpu,
+        })
     }
 }

@@ -220,6 +220,9 @@ pub struct Engine {
 #[derive(Default)]
 pub struct EngineOptions {
     pub observers: Vec<Arc<dyn Observer>>,
+    /// Failure drill: the device stages fail with a device fault on these
+    /// logical devices, so their partitions must be retried on the others.
+    pub inject_device_faults: Vec<usize>,
 }
 
 impl Engine {
@@ -232,6 +235,7 @@ impl Engine {
         let backend = Backend::select(&config).map_err(EngineError::Backend)?;
         let device_pool = match backend.choice {
             BackendChoice::Cpu => DevicePool::Cpu,
+            BackendChoice::Gpu => DevicePool::Gpu,
         };
         let spec = cuzk_pipelines::graph(&config, device_pool)?;
         let devices = backend.devices;
@@ -247,10 +251,21 @@ impl Engine {
             .with(pools::SYNTH, or_cores(config.threads.synthesis))?
             .with(pools::GROTH16, or_cores(config.threads.groth16))?
             .with(pools::GPU, gpu_threads.max(1))?;
-        let arenas = Self::arena_pool(&config, &spec, devices);
-        let stages = match backend.choice {
-            BackendChoice::Cpu => cuzk_stages::cpu_stages(),
+        let gpu = (backend.choice == BackendChoice::Gpu).then(|| backend.gpu_context(&config));
+        let arenas = Self::arena_pool(&config, &spec, devices, gpu.is_some());
+        let mut stages = match &gpu {
+            None => cuzk_stages::cpu_stages(),
+            Some(ctx) => cuzk_stages::gpu_stages(ctx.clone()),
         };
+        if !options.inject_device_faults.is_empty() {
+            use cuzk_stages::names::{GPU_COMPUTE, GPU_NTT_MSM, GPU_STAGE_IN};
+            for name in [GPU_NTT_MSM, GPU_STAGE_IN, GPU_COMPUTE] {
+                let devices = options.inject_device_faults.clone();
+                stages.wrap(name, |inner| {
+                    Arc::new(cuzk_engine::FailOnDevices { inner, devices })
+                });
+            }
+        }
         let metrics =
             crate::metrics::MetricsObserver::new(config.pipeline.variant.as_str(), &arenas);
         let mut builder = RuntimeBuilder::new(spec, stages, pools)
@@ -276,7 +291,7 @@ impl Engine {
         })
     }
 
-    fn arena_pool(config: &Config, spec: &GraphSpec, devices: usize) -> ArenaPool {
+    fn arena_pool(config: &Config, spec: &GraphSpec, devices: usize, pinned: bool) -> ArenaPool {
         use cuzk_engine::Placement;
         let count = if config.arenas.count > 0 {
             config.arenas.count
@@ -302,7 +317,10 @@ impl Engine {
         if budget > 0 {
             max_bytes = max_bytes.min(budget / count as u64);
         }
-        ArenaPool::new(count, max_bytes as usize, None)
+        // With a GPU, arenas are page-locked so uploads from them are DMA.
+        let locker: Option<Arc<dyn cuzk_engine::PageLocker>> = pinned
+            .then(|| Arc::new(cuzk_gpu::cuda::CudaPageLocker) as Arc<dyn cuzk_engine::PageLocker>);
+        ArenaPool::new(count, max_bytes as usize, locker)
     }
 
     /// Submits a job; the handle resolves to its proofs.

@@ -97,6 +97,11 @@ impl Observer for MetricsObserver {
                         .increment((busy * 1e6) as u64);
                 }
             }
+            EventKind::Retried { node, .. } => {
+                let device = node.device.map_or("-".to_string(), |d| d.to_string());
+                metrics::counter!("cuzk_device_faults_total", "device" => device, "stage" => node.name.to_string())
+                    .increment(1);
+            }
             EventKind::PartitionDone => {
                 metrics::counter!("cuzk_partitions_completed_total").increment(1);
             }

@@ -39,6 +39,7 @@ async fn spans_arrive_with_parent_links_and_attributes() {
     let telemetry = cuzk::telemetry::init(&config).unwrap();
     let options = EngineOptions {
         observers: vec![Arc::new(SpanObserver::new())],
+        ..Default::default()
     };
     let engine = Engine::with_options(config, options).unwrap();
     let srs = common::srs(Workload::Chain, 10);

@@ -19,6 +19,7 @@ async fn record(variant: Variant, partitions: u64, jobs: usize) -> String {
     let writer = Arc::new(TimelineWriter::file(&path).unwrap());
     let options = EngineOptions {
         observers: vec![writer.clone()],
+        ..Default::default()
     };
     let engine = Engine::with_options(common::config(variant), options).unwrap();
     let srs = common::srs(Workload::Chain, 10);

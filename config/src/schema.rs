@@ -189,6 +189,8 @@ pub struct GpuConfig {
     pub vram_budget: ByteSize,
     /// Keep SRS points in device memory when they fit the budget.
     pub srs_resident: bool,
+    /// Run b_g2_msm on the GPU (with the GPU backend); else on the CPU.
+    pub b_g2_on_gpu: bool,
 }
 
 impl Default for GpuConfig {
@@ -200,6 +202,7 @@ impl Default for GpuConfig {
             workers_per_device: 2,
             vram_budget: ByteSize(0),
             srs_resident: true,
+            b_g2_on_gpu: true,
         }
     }
 }

@@ -29,5 +29,7 @@ pub use observer::{DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, 
 pub use pool::CpuPools;
 pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
 pub use spans::SpanObserver;
-pub use stage::{CancelFlag, Cancelled, Stage, StageContext, StageRegistry};
+pub use stage::{
+    CancelFlag, Cancelled, DeviceFault, FailOnDevices, Stage, StageContext, StageRegistry,
+};
 pub use timeline::TimelineWriter;

@@ -91,6 +91,14 @@ pub enum EventKind<'a> {
     },
     /// The partition left the last node and was handed to its job.
     PartitionDone,
+    /// A device failed the partition; it goes back to the first node of its
+    /// per-device run, to be taken by another device.
+    Retried {
+        node: NodeRef<'a>,
+        error: &'a str,
+        /// Devices that have failed this partition so far.
+        failed_on: &'a [usize],
+    },
 }
 
 #[derive(Clone, Debug)]

@@ -20,7 +20,7 @@ use crate::job::{
 use crate::observer::{DropReason, EventKind, NodeRef, Observer, Observers, Wait};
 use crate::pool::{CpuPools, run_on};
 use crate::resource::Resources;
-use crate::stage::{Cancelled, Stage, StageContext, StageRegistry};
+use crate::stage::{Cancelled, DeviceFault, Stage, StageContext, StageRegistry};
 
 /// One partition in flight, with what the runtime tracks about it.
 struct Envelope<T> {
@@ -32,6 +32,8 @@ struct Envelope<T> {
     timings: Vec<StageTiming>,
     queued_at: Instant,
     live: Arc<AtomicUsize>,
+    /// Devices that failed this partition (it is not given to them again).
+    failed_on: Vec<usize>,
 }
 
 impl<T> Drop for Envelope<T> {
@@ -72,6 +74,7 @@ struct NodeStats {
     busy: AtomicUsize,
     done: AtomicU64,
     failed: AtomicU64,
+    retried: AtomicU64,
 }
 
 struct NodeRt<T> {
@@ -84,6 +87,14 @@ struct NodeRt<T> {
     /// this node's workers, so when they all exit the next node sees its
     /// input close: that is how shutdown cascades down the chain.
     next: Option<usize>,
+    /// For per-device nodes: the first node of the run of per-device nodes
+    /// this one belongs to, where a partition a device failed starts again.
+    retry_at: Option<usize>,
+    /// Per-device queues of partitions another device failed, for the node
+    /// where they restart; its workers take from them first. Unbounded, but
+    /// never longer than the partitions in flight.
+    retry_tx: Vec<flume::Sender<Envelope<T>>>,
+    retry_rx: Vec<flume::Receiver<Envelope<T>>>,
     stats: NodeStats,
 }
 
@@ -228,6 +239,28 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
         }
         let entry = edge_tx[chain.order[0]].clone().expect("entry edge exists");
 
+        // Where each per-device node's partitions restart after a device fault.
+        let per_device = |i: usize| self.spec.nodes[i].placement == Placement::PerDevice;
+        let mut retry_at: Vec<Option<usize>> = vec![None; self.spec.nodes.len()];
+        let mut run_start = None;
+        for &i in &chain.order {
+            run_start = if per_device(i) {
+                run_start.or(Some(i))
+            } else {
+                None
+            };
+            retry_at[i] = run_start;
+        }
+
+        let retry_queues: Vec<(Vec<_>, Vec<_>)> = (0..self.spec.nodes.len())
+            .map(|i| {
+                if retry_at[i] == Some(i) {
+                    (0..self.devices).map(|_| flume::unbounded()).unzip()
+                } else {
+                    (vec![], vec![])
+                }
+            })
+            .collect();
         let nodes = self
             .spec
             .nodes
@@ -246,6 +279,9 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                     pool,
                     inputs: edge_rx[i].clone(),
                     next: chain.order.get(pos + 1).copied(),
+                    retry_at: retry_at[i],
+                    retry_tx: retry_queues[i].0.clone(),
+                    retry_rx: retry_queues[i].1.clone(),
                     stats: NodeStats::default(),
                 }
             })
@@ -283,12 +319,14 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                     let output = node
                         .next
                         .map(|next| edge_tx[next].clone().expect("every node has an input edge"));
+                    let retries = device.and_then(|d| node.retry_rx.get(d).cloned());
                     tasks.push(handle.spawn(worker(
                         shared.clone(),
                         i,
                         worker_index,
                         device,
                         rx.clone(),
+                        retries,
                         output,
                     )));
                     worker_index += 1;
@@ -374,6 +412,7 @@ impl<T: Send + 'static> Runtime<T> {
                     timings: Vec::new(),
                     queued_at: Instant::now(),
                     live: shared.live_items.clone(),
+                    failed_on: Vec::new(),
                 };
                 shared.observers.emit(
                     id,
@@ -420,6 +459,7 @@ impl<T: Send + 'static> Runtime<T> {
                         busy: n.stats.busy.load(Ordering::SeqCst),
                         done: n.stats.done.load(Ordering::SeqCst),
                         failed: n.stats.failed.load(Ordering::SeqCst),
+                        retried: n.stats.retried.load(Ordering::SeqCst),
                     }
                 })
                 .collect(),
@@ -473,6 +513,8 @@ pub struct NodeStatus {
     pub busy: usize,
     pub done: u64,
     pub failed: u64,
+    /// Partitions a device failed here and that went to another device.
+    pub retried: u64,
 }
 
 /// The engine at one instant.
@@ -498,11 +540,23 @@ async fn worker<T: Send + 'static>(
     worker: usize,
     device: Option<usize>,
     input: flume::Receiver<Envelope<T>>,
+    retries: Option<flume::Receiver<Envelope<T>>>,
     output: Option<EdgeTx<T>>,
 ) {
     let rt = &shared.nodes[node];
     let spec = &rt.spec;
-    while let Ok(mut env) = input.recv_async().await {
+    loop {
+        // Partitions another device failed come first; the chain's input
+        // closing (shutdown) ends the worker.
+        let next = match &retries {
+            Some(retries) => tokio::select! {
+                biased;
+                Ok(env) = retries.recv_async() => Some(env),
+                r = input.recv_async() => r.ok(),
+            },
+            None => input.recv_async().await.ok(),
+        };
+        let Some(mut env) = next else { break };
         let picked = Instant::now();
         if device.is_some() {
             env.device = device;
@@ -686,6 +740,23 @@ async fn worker<T: Send + 'static>(
                 );
                 if cancelled {
                     shared.observers.emit(job, partition, dropped(here, &env));
+                } else if let Some(fault) = error.downcast_ref::<DeviceFault>()
+                    && rt.retry_at.is_some()
+                    && env.failed_on.len() + 1 < shared.devices
+                {
+                    let mut env = env;
+                    env.failed_on.push(fault.device);
+                    shared.observers.emit(
+                        job,
+                        partition,
+                        EventKind::Retried {
+                            node: here,
+                            error: &message,
+                            failed_on: &env.failed_on,
+                        },
+                    );
+                    rt.stats.retried.fetch_add(1, Ordering::SeqCst);
+                    retry(&shared, node, env);
                 } else {
                     rt.stats.failed.fetch_add(1, Ordering::SeqCst);
                     let settled = state.fail(JobError::failed(&spec.name, env.partition, error));
@@ -715,6 +786,24 @@ async fn worker<T: Send + 'static>(
                 shared.settle(&state, settled);
             }
         }
+    }
+}
+
+/// Sends a partition a device failed to another device, at the start of its
+/// run of per-device nodes: the healthy device with the shortest retry queue.
+fn retry<T: Send + 'static>(shared: &Arc<Shared<T>>, node: usize, mut env: Envelope<T>) {
+    let start = &shared.nodes[shared.nodes[node].retry_at.expect("checked by the caller")];
+    let target = (0..shared.devices)
+        .filter(|d| !env.failed_on.contains(d))
+        .min_by_key(|&d| start.retry_tx[d].len())
+        .expect("checked by the caller: a device is left");
+    env.device = None;
+    env.queued_at = Instant::now();
+    // Unbounded: never blocks, and holds at most the partitions in flight.
+    if let Err(e) = start.retry_tx[target].send(env) {
+        let env = e.into_inner();
+        let settled = env.job.fail(JobError::Shutdown);
+        shared.settle(&env.job, settled);
     }
 }
 

@@ -184,6 +184,14 @@ impl Observer for SpanObserver {
                 };
                 Self::partition_span(spans, e.job, p);
             }
+            EventKind::Retried { node, error, .. } => {
+                let (Some(p), Some(spans)) = (e.partition, jobs.get_mut(&e.job)) else {
+                    return;
+                };
+                if let Some(span) = spans.partitions.get(&p) {
+                    tracing::warn!(target: TARGET, parent: span, device = node.device.map(|d| d as i64).unwrap_or(-1), %error, "device fault: retrying on another device");
+                }
+            }
             EventKind::Picked { .. } | EventKind::Dropped { .. } => {}
         }
     }

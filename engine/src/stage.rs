@@ -130,6 +130,41 @@ impl CancelFlag<'_> {
     }
 }
 
+/// A failure that is the device's fault, not the partition's (a GPU error,
+/// device memory exhausted): the runtime retries the partition on another
+/// device, from the first node of its per-device run, and fails the job
+/// only when every device has failed it.
+#[derive(Debug, thiserror::Error)]
+#[error("device {device} failed: {message}")]
+pub struct DeviceFault {
+    pub device: usize,
+    pub message: String,
+}
+
+/// Wraps a stage so that it fails with a [`DeviceFault`] on chosen devices:
+/// a failure drill for operators and tests.
+pub struct FailOnDevices<T> {
+    pub inner: Arc<dyn Stage<T>>,
+    pub devices: Vec<usize>,
+}
+
+impl<T: 'static> Stage<T> for FailOnDevices<T> {
+    fn run(&self, item: &mut T, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        if let Some(d) = cx.device.filter(|d| self.devices.contains(d)) {
+            return Err(DeviceFault {
+                device: d,
+                message: "injected fault (failure drill)".into(),
+            }
+            .into());
+        }
+        self.inner.run(item, cx)
+    }
+
+    fn device_timed(&self) -> bool {
+        self.inner.device_timed()
+    }
+}
+
 /// Stage implementations by name, for graph declarations to refer to.
 pub struct StageRegistry<T> {
     stages: BTreeMap<String, Arc<dyn Stage<T>>>,
@@ -164,5 +199,17 @@ impl<T> StageRegistry<T> {
 
     pub fn names(&self) -> Vec<&str> {
         self.stages.keys().map(String::as_str).collect()
+    }
+
+    /// Replaces the stage named `name` with `f(current)`, if there is one.
+    pub fn wrap(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(Arc<dyn Stage<T>>) -> Arc<dyn Stage<T>>,
+    ) -> &mut Self {
+        if let Some(current) = self.stages.remove(name) {
+            self.stages.insert(name.to_string(), f(current));
+        }
+        self
     }
 }

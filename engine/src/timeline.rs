@@ -173,6 +173,20 @@ impl Observer for TimelineWriter {
                 let _ = write!(d, ",duration_ms={}", ms(*elapsed));
                 self.line(&format!("{}{suffix}", node.event), job, &d);
             }
+            EventKind::Retried {
+                node,
+                error,
+                failed_on,
+            } => {
+                let failed: Vec<String> = failed_on.iter().map(usize::to_string).collect();
+                let d = format!(
+                    "{},failed_on={},error={}",
+                    node_detail(p, node),
+                    failed.join("+"),
+                    error.replace(',', ";")
+                );
+                self.line("DEVICE_FAULT", job, &d);
+            }
             EventKind::PartitionDone => {
                 self.line(
                     "PARTITION_END",

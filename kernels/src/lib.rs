@@ -1,1 +1,155 @@
+//! cuzk-kernels: cuzk's CUDA kernels, written on sppark's BLS12-381 field,
+//! NTT, MSM and batch-addition templates and compiled for sm_90 by nvcc.
+//!
+//! Every entry point takes raw device pointers and says what failed. When
+//! the crate was built without nvcc, [`built`] is false and every entry point
+//! returns [`KernelError::NotBuilt`]; nothing here touches a GPU by itself.
+//!
+//! The entry points are split so the caller decides when to allocate and
+//! upload, when to compute and when to download, and on which stream: the
+//! two-lock interlock locks those phases separately.
 
+use std::ffi::{c_char, c_void};
+
+/// GPU architectures the embedded kernels were compiled for ("" if none).
+pub const ARCHS: &str = env!("CUZK_KERNEL_ARCHS");
+
+/// Whether this build carries GPU kernels.
+pub const fn built() -> bool {
+    cfg!(cuzk_kernels)
+}
+
+/// A failed kernel call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelError {
+    /// The binary was built without nvcc.
+    NotBuilt,
+    /// CUDA (or sppark) reported an error; the message names the call.
+    Cuda { code: i32, message: String },
+}
+
+impl std::fmt::Display for KernelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotBuilt => write!(
+                f,
+                "this binary was built without GPU kernels (no nvcc at build time)"
+            ),
+            Self::Cuda { code, message } => write!(f, "CUDA error {code}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// Status every entry point returns (sppark's RustError).
+#[repr(C)]
+pub struct Status {
+    code: i32,
+    message: *mut c_char,
+}
+
+unsafe extern "C" {
+    fn free(ptr: *mut c_void);
+}
+
+impl Status {
+    fn into_result(self) -> Result<(), KernelError> {
+        if self.code == 0 {
+            return Ok(());
+        }
+        let message = if self.message.is_null() {
+            "no message".to_string()
+        } else {
+            // SAFETY: a NUL-terminated string strdup'ed by the C++ side.
+            let s = unsafe { std::ffi::CStr::from_ptr(self.message) }
+                .to_string_lossy()
+                .into_owned();
+            // SAFETY: allocated by strdup, ours to free.
+            unsafe { free(self.message.cast()) };
+            s
+        };
+        Err(KernelError::Cuda {
+            code: self.code,
+            message,
+        })
+    }
+}
+
+/// A scalar in Montgomery form (blst_fr / sppark fr_t).
+pub type Fr = [u64; 4];
+
+macro_rules! kernels {
+    ($( $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
+        #[cfg(cuzk_kernels)]
+        mod ffi {
+            use super::*;
+            unsafe extern "C" {
+                $( pub fn $name($($arg: $ty),*) -> Status; )*
+            }
+        }
+
+        $(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// Device pointers must be live allocations of the right device and
+            /// size; host pointers valid for the transfer.
+            #[allow(unused_variables, clippy::too_many_arguments)]
+            pub unsafe fn $name($($arg: $ty),*) -> Result<(), KernelError> {
+                #[cfg(cuzk_kernels)]
+                {
+                    // SAFETY: forwarded to the caller.
+                    unsafe { ffi::$name($($arg),*) }.into_result()
+                }
+                #[cfg(not(cuzk_kernels))]
+                {
+                    Err(KernelError::NotBuilt)
+                }
+            }
+        )*
+    };
+}
+
+kernels! {
+    /// Makes `device` current on this thread.
+    fn cuzk_device_select(device: i32);
+    /// Free and total device memory.
+    fn cuzk_mem_info(device: i32, free: *mut usize, total: *mut usize);
+    fn cuzk_alloc(device: i32, bytes: usize, out: *mut *mut c_void);
+    fn cuzk_free(device: i32, ptr: *mut c_void);
+    fn cuzk_stream_create(device: i32, out: *mut *mut c_void);
+    fn cuzk_stream_destroy(device: i32, stream: *mut c_void);
+    fn cuzk_stream_sync(device: i32, stream: *mut c_void);
+    /// Asynchronous host-to-device copy on `stream` (DMA from page-locked memory).
+    fn cuzk_htod(device: i32, stream: *mut c_void, dst: *mut c_void, src: *const c_void, bytes: usize);
+    fn cuzk_dtoh(device: i32, stream: *mut c_void, dst: *mut c_void, src: *const c_void, bytes: usize);
+    fn cuzk_event_create(device: i32, out: *mut *mut c_void);
+    fn cuzk_event_record(device: i32, event: *mut c_void, stream: *mut c_void);
+    /// Waits for `end` and gives the device time between the two events.
+    fn cuzk_event_elapsed_ms(device: i32, start: *mut c_void, end: *mut c_void, ms: *mut f32);
+    fn cuzk_event_destroy(device: i32, event: *mut c_void);
+    /// Page-locks host memory for DMA.
+    fn cuzk_host_register(ptr: *mut c_void, bytes: usize);
+    fn cuzk_host_unregister(ptr: *mut c_void);
+    /// H = (a·b − c)/Z on the coset, in place in `a` (natural-order coefficients);
+    /// `b` and `c` are scratch. `z_inv` is 1/(7^n − 1) in Montgomery form.
+    fn cuzk_quotient(device: i32, stream: *mut c_void, a: *mut Fr, b: *mut Fr, c: *mut Fr, lg: u32, z_inv: *const Fr);
+    /// A natural-order NTT of device data (tests).
+    fn cuzk_ntt(device: i32, stream: *mut c_void, x: *mut Fr, lg: u32, inverse: bool, coset: bool);
+    /// G1: sum(points[i] * scalars[i]); `mont` says whether scalars are in Montgomery form.
+    fn cuzk_g1_msm(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
+    /// G1: the gathered tail MSM over packed significant terms.
+    fn cuzk_g1_msm_gathered(device: i32, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    /// G1: sum(points[idx[k]]), by batch addition.
+    fn cuzk_g1_sum(device: i32, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    /// sppark's `mult_pippenger` on host points and scalars (benchmark reference).
+    fn cuzk_g1_sppark_mult_pippenger(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g2_msm(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g2_msm_gathered(device: i32, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g2_sum(device: i32, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+}
+
+// Keep the blst dependency linked: sppark's host-side types call into it.
+#[doc(hidden)]
+pub use blst as _blst;

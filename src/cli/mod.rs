@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod config_cmd;
+mod info;
 mod prove;
 mod setup;
 mod waterfall;
@@ -33,6 +34,8 @@ enum Command {
     Compare(compare::Args),
     /// Generate parameters for a built-in workload.
     Setup(setup::Args),
+    /// The GPU kernels in this binary, the devices found, and the backend a job would use.
+    Info,
     /// Turn a TIMELINE log into a waterfall chart (SVG + HTML) and a bottleneck summary.
     Waterfall(waterfall::Args),
     /// Show the effective configuration.
@@ -128,6 +131,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(load_config(config)?, args),
         Command::Compare(args) => compare::run(args),
         Command::Setup(args) => setup::run(args),
+        Command::Info => info::run(config),
         Command::Waterfall(args) => waterfall::run(args),
         Command::Config { action } => config_cmd::run(config, action),
     }

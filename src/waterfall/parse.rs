@@ -39,27 +39,28 @@ impl Record {
 
 fn parse_detail(detail: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for token in detail
-        .split([',', ';', ' ', '\t'])
-        .filter(|t| !t.is_empty())
-    {
-        if let Some((k, v)) = token.split_once('=').or_else(|| token.split_once(':')) {
+    // `key=value` pairs are comma-separated and values may hold spaces;
+    // anything else is the seeds' looser tokens (bare partition numbers,
+    // `p3`, `w1`, `key:value`), separated by spaces or semicolons too.
+    for field in detail.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        if let Some((k, v)) = field.split_once('=') {
             out.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        } else if token.chars().all(|c| c.is_ascii_digit()) {
-            out.entry("partition".to_string())
-                .or_insert_with(|| token.to_string());
-        } else if let Some(n) = token
-            .strip_prefix('p')
-            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-        {
-            out.entry("partition".to_string())
-                .or_insert_with(|| n.to_string());
-        } else if let Some(n) = token
-            .strip_prefix('w')
-            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-        {
-            out.entry("worker".to_string())
-                .or_insert_with(|| n.to_string());
+            continue;
+        }
+        for token in field.split([';', ' ', '\t']).filter(|t| !t.is_empty()) {
+            let digits = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit());
+            if let Some((k, v)) = token.split_once(':') {
+                out.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+            } else if digits(token) {
+                out.entry("partition".to_string())
+                    .or_insert_with(|| token.to_string());
+            } else if let Some(n) = token.strip_prefix('p').filter(|n| digits(n)) {
+                out.entry("partition".to_string())
+                    .or_insert_with(|| n.to_string());
+            } else if let Some(n) = token.strip_prefix('w').filter(|n| digits(n)) {
+                out.entry("worker".to_string())
+                    .or_insert_with(|| n.to_string());
+            }
         }
     }
     out
@@ -119,5 +120,8 @@ mod tests {
         assert_eq!((r.partition(), r.worker()), (Some("2"), Some("1")));
         assert!(parse_line("no event here").is_none());
         assert!(parse_line("TIMELINE,notanumber,X,1,").is_none());
+        let r = parse_line("TIMELINE,2,DEVICE_FAULT,1,partition=4,error=device 1 failed: boom")
+            .unwrap();
+        assert_eq!(r.get("error"), Some("device 1 failed: boom"));
     }
 }

@@ -14,6 +14,7 @@ pub mod assemble;
 pub mod b_g2;
 pub mod circuit;
 pub mod cs;
+pub mod gpu;
 pub mod ntt_msm;
 pub mod partition;
 pub mod prep;
@@ -21,7 +22,7 @@ pub mod query;
 pub mod scalars;
 pub mod srs;
 pub mod synth;
-pub mod workloads;
+pub use cuzk_workloads as workloads;
 
 use std::sync::Arc;
 
@@ -43,6 +44,18 @@ pub mod names {
     pub const GPU_COMPUTE: &str = "gpu_compute";
     pub const B_G2_MSM: &str = "b_g2_msm";
     pub const ASSEMBLE: &str = "assemble";
+}
+
+/// Every stage, with the GPU implementation of the device stages.
+pub fn gpu_stages(ctx: Arc<gpu::GpuContext>) -> StageRegistry<PartitionWork> {
+    let mut r = cpu_stages();
+    r.register(names::GPU_NTT_MSM, Arc::new(gpu::GpuNttMsm(ctx.clone())))
+        .register(names::GPU_STAGE_IN, Arc::new(gpu::GpuStageIn(ctx.clone())))
+        .register(names::GPU_COMPUTE, Arc::new(gpu::GpuCompute(ctx.clone())));
+    if ctx.b_g2_on_gpu {
+        r.register(names::B_G2_MSM, Arc::new(gpu::GpuBG2Msm));
+    }
+    r
 }
 
 /// Every stage, with the CPU implementation of the device stages.

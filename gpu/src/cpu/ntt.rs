@@ -125,6 +125,12 @@ impl Domain {
         cache.lock().unwrap().entry(log_n).or_insert(d).clone()
     }
 
+    /// 1 / Z(g), Z(x) = x^n − 1, on the coset g·<ω> with g = 7 (blstrs'
+    /// multiplicative generator, and sppark's coset generator).
+    pub fn z_inv_on_coset(&self) -> Scalar {
+        self.z_inv_on_coset
+    }
+
     /// Evaluations at ω^i of the polynomial with coefficients `a` (natural order).
     pub fn ntt(&self, a: &mut [Scalar]) {
         assert_eq!(a.len(), self.n);

@@ -1,4 +1,6 @@
-//! Built-in workloads: circuits to benchmark and test the engine with.
+//! cuzk-workloads: built-in circuits to benchmark and test the engine with.
+//! A crate of its own (no GPU code) so anchor benchmarks can prove the same
+//! circuits with other provers.
 
 pub mod chain;
 pub mod sha256;

@@ -1,0 +1,234 @@
+//! The GPU operations in blstrs types: MSMs (dense, gathered tail, batch
+//! addition of ones) in G1 and G2, the quotient and plain NTTs.
+
+use std::ffi::c_void;
+
+use blst::{blst_p1, blst_p2};
+use blstrs::{G1Projective, G2Projective};
+use cuzk_kernels as k;
+
+use crate::cuda::{DeviceBuffer, KernelError, Stream};
+
+/// A scalar as the kernels take it (32 bytes, Montgomery or canonical).
+pub type Fr = k::Fr;
+
+/// The kernel entry points of one group.
+pub trait GpuCurve {
+    type Raw: Default + Copy;
+    type Projective;
+    /// # Safety
+    /// Device pointers of `device`, holding `n` elements each.
+    unsafe fn msm(
+        device: i32,
+        points: *const c_void,
+        scalars: *const Fr,
+        n: usize,
+        mont: bool,
+        out: *mut c_void,
+    ) -> Result<(), KernelError>;
+    /// # Safety
+    /// As for `msm`; indices are in bounds.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn msm_gathered(
+        device: i32,
+        points: *const c_void,
+        base_idx: *const u32,
+        scalars: *const Fr,
+        scalar_idx: *const u32,
+        n: usize,
+        mont: bool,
+        out: *mut c_void,
+    ) -> Result<(), KernelError>;
+    /// # Safety
+    /// As for `msm_gathered`.
+    unsafe fn sum(
+        device: i32,
+        points: *const c_void,
+        idx: *const u32,
+        n: usize,
+        out: *mut c_void,
+    ) -> Result<(), KernelError>;
+    fn into_projective(raw: Self::Raw) -> Self::Projective;
+}
+
+pub struct G1;
+pub struct G2;
+
+macro_rules! gpu_curve {
+    ($name:ident, $raw:ty, $proj:ty, $msm:ident, $gathered:ident, $sum:ident) => {
+        impl GpuCurve for $name {
+            type Raw = $raw;
+            type Projective = $proj;
+            unsafe fn msm(
+                device: i32,
+                points: *const c_void,
+                scalars: *const Fr,
+                n: usize,
+                mont: bool,
+                out: *mut c_void,
+            ) -> Result<(), KernelError> {
+                unsafe { k::$msm(device, points, scalars, n, mont, out) }
+            }
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn msm_gathered(
+                device: i32,
+                points: *const c_void,
+                base_idx: *const u32,
+                scalars: *const Fr,
+                scalar_idx: *const u32,
+                n: usize,
+                mont: bool,
+                out: *mut c_void,
+            ) -> Result<(), KernelError> {
+                unsafe { k::$gathered(device, points, base_idx, scalars, scalar_idx, n, mont, out) }
+            }
+            unsafe fn sum(
+                device: i32,
+                points: *const c_void,
+                idx: *const u32,
+                n: usize,
+                out: *mut c_void,
+            ) -> Result<(), KernelError> {
+                unsafe { k::$sum(device, points, idx, n, out) }
+            }
+            fn into_projective(raw: $raw) -> $proj {
+                // SAFETY: sppark's Jacobian points share blst's layout (X, Y, Z in
+                // Montgomery form), and blstrs' types are repr(transparent) over blst's.
+                unsafe { std::mem::transmute::<$raw, $proj>(raw) }
+            }
+        }
+    };
+}
+
+gpu_curve!(
+    G1,
+    blst_p1,
+    G1Projective,
+    cuzk_g1_msm,
+    cuzk_g1_msm_gathered,
+    cuzk_g1_sum
+);
+gpu_curve!(
+    G2,
+    blst_p2,
+    G2Projective,
+    cuzk_g2_msm,
+    cuzk_g2_msm_gathered,
+    cuzk_g2_sum
+);
+
+/// `sum(points[point_offset + i] * scalars[scalar_offset + i])` for i < n,
+/// all on the device; `point_size` is the bytes of one point.
+pub fn msm<C: GpuCurve>(
+    points: &DeviceBuffer,
+    point_offset: usize,
+    point_size: usize,
+    scalars: &DeviceBuffer,
+    scalar_offset: usize,
+    n: usize,
+    mont: bool,
+) -> Result<C::Projective, KernelError> {
+    assert!(
+        (point_offset + n) * point_size <= points.bytes(),
+        "MSM points out of bounds"
+    );
+    assert!(
+        (scalar_offset + n) * 32 <= scalars.bytes(),
+        "MSM scalars out of bounds"
+    );
+    let mut out = C::Raw::default();
+    let base = points.at::<u8>(point_offset * point_size).cast::<c_void>();
+    // SAFETY: both ranges checked above, on buffers of one device.
+    unsafe {
+        C::msm(
+            points.device(),
+            base,
+            scalars.at::<Fr>(scalar_offset),
+            n,
+            mont,
+            (&mut out as *mut C::Raw).cast(),
+        )
+    }?;
+    Ok(C::into_projective(out))
+}
+
+/// `sum(points[base_idx[k]] * scalars[scalar_idx[k]])` for k < n.
+pub fn msm_gathered<C: GpuCurve>(
+    points: &DeviceBuffer,
+    base_idx: &DeviceBuffer,
+    scalars: &DeviceBuffer,
+    scalar_idx: &DeviceBuffer,
+    n: usize,
+    mont: bool,
+) -> Result<C::Projective, KernelError> {
+    let mut out = C::Raw::default();
+    // SAFETY: buffers of one device; the index lists hold `n` in-bounds indices.
+    unsafe {
+        C::msm_gathered(
+            points.device(),
+            points.ptr(),
+            base_idx.at(0),
+            scalars.at(0),
+            scalar_idx.at(0),
+            n,
+            mont,
+            (&mut out as *mut C::Raw).cast(),
+        )
+    }?;
+    Ok(C::into_projective(out))
+}
+
+/// `sum(points[idx[k]])` for k < n.
+pub fn sum<C: GpuCurve>(
+    points: &DeviceBuffer,
+    idx: &DeviceBuffer,
+    n: usize,
+) -> Result<C::Projective, KernelError> {
+    let mut out = C::Raw::default();
+    // SAFETY: as for `msm_gathered`.
+    unsafe {
+        C::sum(
+            points.device(),
+            points.ptr(),
+            idx.at(0),
+            n,
+            (&mut out as *mut C::Raw).cast(),
+        )
+    }?;
+    Ok(C::into_projective(out))
+}
+
+/// The Groth16 quotient in place on the device (see `cuzk_quotient`).
+pub fn quotient(
+    stream: &Stream,
+    a: &DeviceBuffer,
+    b: &DeviceBuffer,
+    c: &DeviceBuffer,
+    lg: u32,
+    z_inv: &Fr,
+) -> Result<(), KernelError> {
+    // SAFETY: three buffers of 2^lg scalars on the stream's device.
+    unsafe {
+        k::cuzk_quotient(
+            stream.device(),
+            stream.raw(),
+            a.at(0),
+            b.at(0),
+            c.at(0),
+            lg,
+            z_inv,
+        )
+    }
+}
+
+/// A natural-order NTT in place (tests compare it with the CPU's).
+pub fn ntt(
+    stream: &Stream,
+    x: &DeviceBuffer,
+    lg: u32,
+    inverse: bool,
+    coset: bool,
+) -> Result<(), KernelError> {
+    // SAFETY: 2^lg scalars on the stream's device.
+    unsafe { k::cuzk_ntt(stream.device(), stream.raw(), x.at(0), lg, inverse, coset) }
+}

@@ -1,0 +1,237 @@
+//! GPU operations against the CPU references: NTTs bit for bit, MSMs equal
+//! to blst's multi-exponentiation. Skips, saying why, without a usable GPU.
+
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
+use cuzk_gpu::cpu::msm::{self as cpu, Terms, g1_raw, g2_raw};
+use cuzk_gpu::cpu::ntt::Domain;
+use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::ops::{self, G1, G2};
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+
+fn device() -> Option<i32> {
+    match cuzk_gpu::device::usable_device() {
+        Ok(d) => Some(d.ordinal as i32),
+        Err(why) => {
+            eprintln!("skipping GPU test: {why}");
+            None
+        }
+    }
+}
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+fn limbs(s: &[Scalar]) -> Vec<[u64; 4]> {
+    // SAFETY: Scalar is four Montgomery limbs.
+    s.iter()
+        .map(|x| unsafe { std::mem::transmute::<Scalar, [u64; 4]>(*x) })
+        .collect()
+}
+
+fn scalars(limbs: &[[u64; 4]]) -> Vec<Scalar> {
+    // SAFETY: as above.
+    limbs
+        .iter()
+        .map(|l| unsafe { std::mem::transmute::<[u64; 4], Scalar>(*l) })
+        .collect()
+}
+
+fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut r = rng(seed);
+    (0..n).map(|_| Scalar::random(&mut r)).collect()
+}
+
+/// Points cheaply: walks with 64 random steps, then one batch normalisation.
+fn points<P: Group + Curve>(n: usize, seed: u64) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Default + Clone,
+{
+    let mut r = rng(seed);
+    let steps: Vec<P> = (0..64).map(|_| P::random(&mut r)).collect();
+    let mut acc = P::random(&mut r);
+    let proj: Vec<P> = (0..n)
+        .map(|_| {
+            acc += steps[r.gen_range(0..64)];
+            acc
+        })
+        .collect();
+    let mut out = vec![P::AffineRepr::default(); n];
+    P::batch_normalize(&proj, &mut out);
+    out
+}
+
+fn gpu_ntt(stream: &Stream, x: &[Scalar], lg: u32, inverse: bool, coset: bool) -> Vec<Scalar> {
+    let buf = DeviceBuffer::upload(stream, &limbs(x)).unwrap();
+    ops::ntt(stream, &buf, lg, inverse, coset).unwrap();
+    let mut out = vec![[0u64; 4]; x.len()];
+    buf.download(stream, &mut out).unwrap();
+    scalars(&out)
+}
+
+fn cpu_ntt(x: &[Scalar], lg: u32, inverse: bool, coset: bool) -> Vec<Scalar> {
+    let d = Domain::new(lg);
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let mut y = x.to_vec();
+    if inverse {
+        d.intt(&mut y);
+        if coset {
+            let g_inv = g.invert().unwrap();
+            let mut p = Scalar::ONE;
+            y.iter_mut().for_each(|v| {
+                *v *= p;
+                p *= g_inv;
+            });
+        }
+    } else {
+        if coset {
+            let mut p = Scalar::ONE;
+            y.iter_mut().for_each(|v| {
+                *v *= p;
+                p *= g;
+            });
+        }
+        d.ntt(&mut y);
+    }
+    y
+}
+
+#[test]
+fn ntt_matches_the_cpu_bit_for_bit() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    for lg in [1u32, 2, 5, 10, 13, 16, 20] {
+        let x = random_scalars(1 << lg, lg as u64);
+        for (inverse, coset) in [(false, false), (true, false), (false, true), (true, true)] {
+            let gpu = gpu_ntt(&stream, &x, lg, inverse, coset);
+            let cpu = cpu_ntt(&x, lg, inverse, coset);
+            assert!(
+                gpu == cpu,
+                "NTT 2^{lg} inverse={inverse} coset={coset} differs"
+            );
+            assert_eq!(limbs(&gpu), limbs(&cpu), "bit for bit");
+        }
+    }
+}
+
+#[test]
+fn the_quotient_matches_the_cpu() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    for lg in [4u32, 12, 18] {
+        let n = 1 << lg;
+        let a = random_scalars(n, 10 + lg as u64);
+        let b = random_scalars(n, 20 + lg as u64);
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| *a * b).collect();
+        let d = Domain::get(lg);
+        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
+        d.quotient(&mut ca, &mut cb, &mut cc);
+        let bufs: Vec<DeviceBuffer> = [&a, &b, &c]
+            .iter()
+            .map(|v| DeviceBuffer::upload(&stream, &limbs(v)).unwrap())
+            .collect();
+        let z_inv = limbs(&[d.z_inv_on_coset()])[0];
+        ops::quotient(&stream, &bufs[0], &bufs[1], &bufs[2], lg, &z_inv).unwrap();
+        let mut h = vec![[0u64; 4]; n];
+        bufs[0].download(&stream, &mut h).unwrap();
+        assert_eq!(h, limbs(&ca), "H at 2^{lg}");
+    }
+}
+
+fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: &str) {
+    let n = s.len();
+    let canonical: Vec<[u8; 32]> = s.iter().map(|x| x.to_bytes_le()).collect();
+    let expect = cpu::msm::<cpu::G1>(Terms::Dense {
+        bases: g1_raw(&bases[..n]),
+        scalars: &canonical,
+    });
+    let d_points = DeviceBuffer::upload(stream, bases).unwrap();
+    let d_mont = DeviceBuffer::upload(stream, &limbs(s)).unwrap();
+    let d_canon = DeviceBuffer::upload(stream, &canonical).unwrap();
+    stream.sync().unwrap();
+    let got = ops::msm::<G1>(&d_points, 0, 96, &d_mont, 0, n, true).unwrap();
+    assert_eq!(got, expect, "G1 dense Montgomery {label} n={n}");
+    let got = ops::msm::<G1>(&d_points, 0, 96, &d_canon, 0, n, false).unwrap();
+    assert_eq!(got, expect, "G1 dense canonical {label} n={n}");
+    // Gathered: every third term, reversed; and the sum of those bases.
+    let idx: Vec<u32> = (0..n as u32).rev().step_by(3).collect();
+    let d_idx = DeviceBuffer::upload(stream, &idx).unwrap();
+    stream.sync().unwrap();
+    let expect_g = cpu::msm::<cpu::G1>(Terms::Gathered {
+        bases: g1_raw(bases),
+        base_idx: &idx,
+        scalars: &canonical,
+        scalar_idx: &idx,
+    });
+    let got =
+        ops::msm_gathered::<G1>(&d_points, &d_idx, &d_canon, &d_idx, idx.len(), false).unwrap();
+    assert_eq!(got, expect_g, "G1 gathered {label} n={n}");
+    let got = ops::sum::<G1>(&d_points, &d_idx, idx.len()).unwrap();
+    assert_eq!(
+        got,
+        cpu::sum_gathered::<cpu::G1>(g1_raw(bases), &idx),
+        "G1 batch addition {label} n={n}"
+    );
+    let _ = dev;
+}
+
+#[test]
+fn g1_msms_match_blst() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let bases = points::<G1Projective>(1 << 20, 1);
+    for n in [1usize, 2, 3, 31, 100, 1000, 4097, 65_539, 1 << 20] {
+        check_g1(dev, &stream, &bases, &random_scalars(n, n as u64), "random");
+    }
+    for n in [1usize, 7, 5000] {
+        check_g1(dev, &stream, &bases, &vec![Scalar::ZERO; n], "all zero");
+        check_g1(dev, &stream, &bases, &vec![Scalar::ONE; n], "all one");
+        check_g1(dev, &stream, &bases, &vec![-Scalar::ONE; n], "all r-1");
+    }
+}
+
+#[test]
+fn g2_msms_match_blst() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let bases = points::<G2Projective>(1 << 16, 2);
+    let d_points = DeviceBuffer::upload(&stream, &bases).unwrap();
+    for n in [1usize, 2, 3, 100, 4097, 65_536] {
+        for (label, s) in [
+            ("random", random_scalars(n, 100 + n as u64)),
+            ("all zero", vec![Scalar::ZERO; n]),
+            ("all one", vec![Scalar::ONE; n]),
+        ] {
+            let canonical: Vec<[u8; 32]> = s.iter().map(|x| x.to_bytes_le()).collect();
+            let expect = cpu::msm::<cpu::G2>(Terms::Dense {
+                bases: g2_raw(&bases[..n]),
+                scalars: &canonical,
+            });
+            let d_canon = DeviceBuffer::upload(&stream, &canonical).unwrap();
+            stream.sync().unwrap();
+            let got = ops::msm::<G2>(&d_points, 0, 192, &d_canon, 0, n, false).unwrap();
+            assert_eq!(got, expect, "G2 dense {label} n={n}");
+            let idx: Vec<u32> = (0..n as u32).step_by(2).collect();
+            let d_idx = DeviceBuffer::upload(&stream, &idx).unwrap();
+            stream.sync().unwrap();
+            let got =
+                ops::msm_gathered::<G2>(&d_points, &d_idx, &d_canon, &d_idx, idx.len(), false)
+                    .unwrap();
+            let expect = cpu::msm::<cpu::G2>(Terms::Gathered {
+                bases: g2_raw(&bases),
+                base_idx: &idx,
+                scalars: &canonical,
+                scalar_idx: &idx,
+            });
+            assert_eq!(got, expect, "G2 gathered {label} n={n}");
+            let got = ops::sum::<G2>(&d_points, &d_idx, idx.len()).unwrap();
+            assert_eq!(
+                got,
+                cpu::sum_gathered::<cpu::G2>(g2_raw(&bases), &idx),
+                "G2 batch addition n={n}"
+            );
+        }
+    }
+}

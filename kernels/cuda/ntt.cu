@@ -1,0 +1,92 @@
+// The Groth16 quotient on the device, with sppark's NTT:
+//   a, b, c (evaluations over the domain, natural order)
+//   -> inverse NTT to coefficients (bit-reversed)
+//   -> forward coset NTT to evaluations on g·<ω> (natural)
+//   -> a := (a·b − c) · 1/Z(g)   (Z is constant on the coset)
+//   -> inverse coset NTT: H's coefficients, natural order, left in a.
+// Everything stays in device memory; the H MSM reads it from there.
+#include "common.cuh"
+#include <ntt/ntt.cuh>
+
+__global__ void quotient_pointwise(fr_t* a, const fr_t* b, const fr_t* c,
+                                   fr_t z_inv, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x) {
+        fr_t x = a[i];
+        x *= b[i];
+        x -= c[i];
+        a[i] = x * z_inv;
+    }
+}
+
+class Quotient : public NTT {
+public:
+    static void run(stream_t& stream, fr_t* a, fr_t* b, fr_t* c,
+                    uint32_t lg, const fr_t& z_inv)
+    {
+        for (fr_t* x : {a, b, c}) {
+            NTT_internal(x, lg, InputOutputOrder::NR, Direction::inverse,
+                         Type::standard, stream);
+            NTT_internal(x, lg, InputOutputOrder::RN, Direction::forward,
+                         Type::coset, stream);
+        }
+        size_t n = (size_t)1 << lg;
+        quotient_pointwise<<<stream.sm_count() * 4, 256, 0, stream>>>(a, b, c, z_inv, n);
+        CUDA_OK(cudaGetLastError());
+        NTT_internal(a, lg, InputOutputOrder::NN, Direction::inverse,
+                     Type::coset, stream);
+    }
+
+    static void plain(stream_t& stream, fr_t* x, uint32_t lg, bool inverse, bool coset)
+    {
+        NTT_internal(x, lg, InputOutputOrder::NN,
+                     inverse ? Direction::inverse : Direction::forward,
+                     coset ? Type::coset : Type::standard, stream);
+    }
+};
+
+// sppark's streams are bound to its gpu_t; ours are raw CUDA streams, so run
+// sppark's launches on the device's stream 0 and order ours around it.
+static void fence(void* ours, const stream_t& theirs, bool ours_first)
+{
+    event_t ev;
+    if (ours_first) {
+        ev.record(as_stream(ours));
+        CUDA_OK(cudaStreamWaitEvent(theirs, ev, 0));
+    } else {
+        ev.record(theirs);
+        CUDA_OK(cudaStreamWaitEvent(as_stream(ours), ev, 0));
+    }
+}
+
+extern "C" {
+
+RustError cuzk_quotient(int device, void* stream, fr_t* d_a, fr_t* d_b, fr_t* d_c,
+                        uint32_t lg, const fr_t* z_inv)
+{
+    CUZK_TRY
+    const gpu_t& gpu = select_gpu(device);
+    gpu.select();
+    stream_t& s = gpu[0];
+    fence(stream, s, true);
+    Quotient::run(s, d_a, d_b, d_c, lg, *z_inv);
+    fence(stream, s, false);
+    CUZK_CATCH
+}
+
+// A plain (or coset) NTT of device data in natural order, for tests.
+RustError cuzk_ntt(int device, void* stream, fr_t* d_x, uint32_t lg, bool inverse, bool coset)
+{
+    CUZK_TRY
+    const gpu_t& gpu = select_gpu(device);
+    gpu.select();
+    stream_t& s = gpu[0];
+    fence(stream, s, true);
+    Quotient::plain(s, d_x, lg, inverse, coset);
+    fence(stream, s, false);
+    CUZK_CATCH
+}
+
+
+}

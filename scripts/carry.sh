@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the release binaries the GPU machine runs (scripts/h200.sh) and
+# stages them, stripped, in .carry/ (git-ignored; the device tool carries it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exe() { python3 -c '
+import sys, json
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and "/deps/" in (m.get("executable") or ""): print(m["executable"])'; }
+mkdir -p .carry
+cargo build --release --bin cuzk
+cp target/release/cuzk .carry/
+cp "$(cargo test --release --no-run -p cuzk-gpu --test gpu_ops --message-format=json | exe)" .carry/gpu_ops
+cp "$(cargo test --release --no-run --test gpu_proofs --message-format=json | exe)" .carry/gpu_proofs
+cp "$(cargo bench --no-run -p cuzk-gpu --bench msm --message-format=json | exe)" .carry/msm
+cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
+if [ -x .cuda/nvidia/cu13/bin/nvcc ]; then
+  (cd anchors && PATH="$PWD/../.cuda/nvidia/cu13/bin:$PATH" cargo build --release)
+  cp anchors/target/release/supraseal-bench .carry/
+fi
+strip .carry/*
+du -sh .carry

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool), from the repository root, with
+# release binaries in .carry/: cuzk, gpu_ops, gpu_proofs, msm,
+# cpu_vs_bellperson and (optionally) supraseal-bench. Results go to $OUT.
+#   scripts/h200.sh tests | chain | sha256 | cpu | anchors
+set -u
+section=${1:?section}
+bin=$PWD/.carry
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+export RUST_LOG=warn CUZK_SRS__CACHE_DIR=/tmp/cuzk-params
+params=$CUZK_SRS__CACHE_DIR
+variants="configs/serial.toml configs/single_lock.toml configs/two_lock.toml configs/throttled.toml"
+# The GPU keeps up with more synthesis than the defaults give it on 16 cores.
+gpu_env="CUZK_GPU__BACKEND=gpu CUZK_STAGES__SYNTH__WORKERS=8 CUZK_STAGES__B_G2_MSM__WORKERS=2"
+
+setup() { # workload log
+  [ -f "$params/$1-k$2.params" ] || { /usr/bin/time -f "setup $1 2^$2: %e s" "$bin/cuzk" setup --workload "$1" --log-size "$2" --out "$params"; }
+}
+
+case $section in
+tests)
+  "$bin/cuzk" info | tee "$out/info.txt"
+  "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9 | tee "$out/gpu_ops.txt"
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7 | tee "$out/gpu_proofs.txt"
+  CUZK_MSM_LOG=24 "$bin/msm" 2>&1 | tee "$out/msm.txt"
+  ;;
+chain|sha256)
+  w=$section
+  setup "$w" 20
+  env $gpu_env "$bin/cuzk" compare $variants --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 1 \
+      --markdown "$out/compare-$w.md" --json "$out/compare-$w.json" 2>&1 | tail -7 | tee "$out/compare-$w.txt"
+  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload "$w" --log-size 20 \
+      --partitions 10 -c 4 -j 3 --waterfall "$out/waterfall-$w" 2>&1 | tail -26 | tee "$out/bench-$w.txt"
+  ;;
+cpu)
+  # bellperson-CPU and the CPU backend (one proof each, interleaved in one
+  # run), and the GPU backend on the same workload and size: 2^18 x 10.
+  for w in chain sha256; do
+    setup "$w" 18
+    CUZK_BENCH_WORKLOAD=$w CUZK_BENCH_LOG_SIZE=18 CUZK_BENCH_PARTITIONS=10 CUZK_BENCH_REPS=1 \
+      CUZK_BENCH_PARAMS="$params/$w-k18.params" "$bin/cpu_vs_bellperson" --bench 2>&1 | tail -4 | tee -a "$out/cpu.txt"
+    env $gpu_env "$bin/cuzk" bench --quiet --workload "$w" --log-size 18 --partitions 10 -c 6 -j 3 \
+        2>&1 | grep -E "throughput|verified" | sed "s/^/cuzk-gpu $w 2^18: /" | tee -a "$out/cpu.txt"
+  done
+  ;;
+anchors)
+  for w in chain sha256; do
+    setup "$w" 20
+    "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 | tee -a "$out/anchors.txt"
+  done
+  ;;
+esac
