@@ -20,18 +20,18 @@ setup() { # workload log
 
 case $section in
 tests)
-  "$bin/cuzk" info | tee "$out/info.txt"
-  "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9 | tee "$out/gpu_ops.txt"
-  "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7 | tee "$out/gpu_proofs.txt"
-  CUZK_MSM_LOG=24 "$bin/msm" 2>&1 | tee "$out/msm.txt"
+  "$bin/cuzk" info
+  "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7
+  CUZK_MSM_LOG=24 "$bin/msm" 2>&1
   ;;
 chain|sha256)
   w=$section
   setup "$w" 20
   env $gpu_env "$bin/cuzk" compare $variants --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 1 \
-      --markdown "$out/compare-$w.md" --json "$out/compare-$w.json" 2>&1 | tail -7 | tee "$out/compare-$w.txt"
+      --markdown "$out/compare-$w.md" 2>&1 | tail -7
   env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload "$w" --log-size 20 \
-      --partitions 10 -c 4 -j 3 --waterfall "$out/waterfall-$w" 2>&1 | tail -26 | tee "$out/bench-$w.txt"
+      --partitions 10 -c 4 -j 3 --waterfall "$out/wf/$w" 2>&1 | tail -26
   ;;
 cpu)
   # bellperson-CPU and the CPU backend (one proof each, interleaved in one
@@ -39,15 +39,15 @@ cpu)
   for w in chain sha256; do
     setup "$w" 18
     CUZK_BENCH_WORKLOAD=$w CUZK_BENCH_LOG_SIZE=18 CUZK_BENCH_PARTITIONS=10 CUZK_BENCH_REPS=1 \
-      CUZK_BENCH_PARAMS="$params/$w-k18.params" "$bin/cpu_vs_bellperson" --bench 2>&1 | tail -4 | tee -a "$out/cpu.txt"
+      CUZK_BENCH_PARAMS="$params/$w-k18.params" "$bin/cpu_vs_bellperson" --bench 2>&1 | tail -4 
     env $gpu_env "$bin/cuzk" bench --quiet --workload "$w" --log-size 18 --partitions 10 -c 6 -j 3 \
-        2>&1 | grep -E "throughput|verified" | sed "s/^/cuzk-gpu $w 2^18: /" | tee -a "$out/cpu.txt"
+        2>&1 | grep -E "throughput|verified" | sed "s/^/cuzk-gpu $w 2^18: /" 
   done
   ;;
 anchors)
   for w in chain sha256; do
     setup "$w" 20
-    "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 | tee -a "$out/anchors.txt"
+    "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 
   done
   ;;
 esac

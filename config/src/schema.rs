@@ -109,7 +109,7 @@ impl Default for StagesConfig {
     fn default() -> Self {
         Self {
             synth: StageConfig::with(2),
-            prep_msm: StageConfig::with(1),
+            prep_msm: StageConfig::with(2),
             b_g2_msm: StageConfig::with(1),
             assemble: StageConfig::with(1),
         }

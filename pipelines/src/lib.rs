@@ -237,34 +237,6 @@ pub fn graph(c: &Config, device: DevicePool) -> Result<GraphSpec, UnknownEdge> {
     }
 }
 
-/// How many partitions can hold an arena at once in `spec` if every node's
-/// workers and every edge past the entry are full: the most arenas the graph
-/// can use.
-pub fn max_arena_holders(spec: &GraphSpec, devices: usize) -> usize {
-    let mut holders = 0;
-    let mut holding = false;
-    let chain = spec.validate().expect("declared graphs are valid");
-    for (pos, &i) in chain.order.iter().enumerate() {
-        let node = &spec.nodes[i];
-        holding |= node.takes_arena;
-        if !holding {
-            continue;
-        }
-        let per_device = if node.placement == cuzk_engine::Placement::PerDevice {
-            devices
-        } else {
-            1
-        };
-        holders += node.workers * per_device;
-        if let Some(&next) = chain.order.get(pos + 1) {
-            let per_device_edge = spec.nodes[next].placement == cuzk_engine::Placement::PerDevice
-                && node.placement == cuzk_engine::Placement::PerDevice;
-            holders += chain.capacity_in[pos + 1] * if per_device_edge { devices } else { 1 };
-        }
-    }
-    holders
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,13 +303,5 @@ mod tests {
             ),
             "{err}"
         );
-    }
-
-    #[test]
-    fn arena_holders_count_workers_and_edges_after_synth() {
-        let c = config(Variant::Serial);
-        let g = graph(&c, DevicePool::Cpu).unwrap();
-        // synth 2 + prep 1 + gpu 1 + b_g2 1 + assemble 1 workers, 4 edges of 2.
-        assert_eq!(max_arena_holders(&g, 1), 6 + 8);
     }
 }

@@ -52,6 +52,9 @@ pub struct StageStats {
     pub baseline_ms: f64,
     /// p50 / baseline.
     pub inflation: f64,
+    /// Share of its workers' time the stage was running, over the log's wall
+    /// time (1.0 = every worker busy all the time: the stage is saturated).
+    pub occupancy: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -80,6 +83,7 @@ fn load_at(bars: &[&Bar], at: f64) -> usize {
 }
 
 fn stage_stats(t: &Timeline) -> Vec<StageStats> {
+    let wall = (t.t1 - t.t0).max(1e-9);
     let runs: Vec<&Bar> = t.bars.iter().filter(|b| !is_wait(&b.kind)).collect();
     let mut kinds: Vec<&str> = vec![];
     for b in &runs {
@@ -122,6 +126,7 @@ fn stage_stats(t: &Timeline) -> Vec<StageStats> {
                 p95_ms: percentile(&d, 95.0),
                 baseline_ms: baseline,
                 inflation: if baseline > 0.0 { p50 / baseline } else { 1.0 },
+                occupancy: d.iter().sum::<f64>() / (workers.len().max(1) as f64 * wall),
             }
         })
         .collect()
@@ -221,6 +226,8 @@ const STARVED: f64 = 0.6;
 const INFLATED: f64 = 1.3;
 /// Inflation of stages this short is scheduling noise, not contention.
 const SIGNIFICANT_MS: f64 = 5.0;
+/// A stage whose workers are busy this share of the time is saturated.
+const SATURATED: f64 = 0.8;
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -283,7 +290,20 @@ fn verdict(
         g.gap_total_ms,
         pct(g.starved_share)
     ));
+    // Upstream stages whose workers are nearly always busy hold the GPU back.
+    let saturated: Vec<&StageStats> = stages
+        .iter()
+        .filter(|s| !s.stage.starts_with("GPU") && !s.stage.ends_with("_HOST") && s.occupancy >= SATURATED)
+        .collect();
     if g.starved_share >= STARVED {
+        for s in &saturated {
+            evidence.push(format!(
+                "{}'s {} worker(s) were busy {} of the time: more workers would feed the GPU",
+                s.stage,
+                s.workers,
+                pct(s.occupancy)
+            ));
+        }
         if !inflated.is_empty() {
             evidence.extend(inflation_note());
             return (
@@ -360,13 +380,20 @@ impl Summary {
             None => out.push_str("GPU utilisation: no GPU events in this log\n"),
         }
         out.push_str(&format!(
-            "{:<12} {:>6} {:>8} {:>10} {:>10} {:>12} {:>10}\n",
-            "stage", "runs", "workers", "p50 ms", "p95 ms", "light p50", "inflation"
+            "{:<12} {:>6} {:>8} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
+            "stage", "runs", "workers", "p50 ms", "p95 ms", "light p50", "inflation", "occupancy"
         ));
         for s in &self.stages {
             out.push_str(&format!(
-                "{:<12} {:>6} {:>8} {:>10.1} {:>10.1} {:>12.1} {:>9.2}x\n",
-                s.stage, s.count, s.workers, s.p50_ms, s.p95_ms, s.baseline_ms, s.inflation
+                "{:<12} {:>6} {:>8} {:>10.1} {:>10.1} {:>12.1} {:>9.2}x {:>10}\n",
+                s.stage,
+                s.count,
+                s.workers,
+                s.p50_ms,
+                s.p95_ms,
+                s.baseline_ms,
+                s.inflation,
+                pct(s.occupancy)
             ));
         }
         out.push_str(&format!("verdict: {}\n", self.verdict));
