@@ -20,35 +20,16 @@ fn gpu_config(variant: Variant) -> Option<Config> {
     Some(c)
 }
 
+/// Proves jobs in flight and checks both device stages ran on the GPU.
 async fn prove(engine: &Engine, workload: Workload, log_size: u32, partitions: u64, jobs: usize) {
-    let srs = common::srs(workload, log_size);
-    let spec = BenchSpec {
-        workload,
-        log_size,
-        partitions,
-        proofs: jobs,
-        in_flight: jobs,
-        seed: 21,
-    };
-    let handles: Vec<_> = (0..jobs)
-        .map(|i| {
-            let (job, inputs) = job_for(&srs, &spec, i);
-            (engine.submit(job), inputs)
-        })
-        .collect();
-    for (h, inputs) in handles {
-        let out = h
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", engine.config().pipeline.variant));
-        out.verify(&srs).unwrap();
-        for (p, want) in out.partitions.iter().zip(&inputs) {
-            assert_eq!(&p.public_inputs, want);
+    for out in common::prove_in_flight(engine, workload, log_size, partitions, jobs).await {
+        for p in &out.partitions {
             let gpu = p
                 .timings
                 .iter()
                 .find(|t| t.node.starts_with("gpu"))
                 .unwrap();
-            assert_eq!(gpu.note("backend"), Some("gpu"), "{:?}", gpu);
+            assert_eq!(gpu.note("backend"), Some("gpu"), "{gpu:?}");
             let b_g2 = p.timings.iter().find(|t| &*t.node == "b_g2_msm").unwrap();
             assert_eq!(b_g2.note("backend"), Some("gpu"));
         }

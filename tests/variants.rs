@@ -8,50 +8,13 @@ use cuzk::bench::{BenchSpec, job_for};
 use cuzk::config::Variant;
 use cuzk::stages::Workload;
 
-async fn jobs_in_flight(
-    engine: &Engine,
-    workload: Workload,
-    log_size: u32,
-    partitions: u64,
-    jobs: usize,
-) {
-    let srs = common::srs(workload, log_size);
-    let spec = BenchSpec {
-        workload,
-        log_size,
-        partitions,
-        proofs: jobs,
-        in_flight: jobs,
-        seed: 11,
-    };
-    let handles: Vec<_> = (0..jobs)
-        .map(|i| {
-            let (job, inputs) = job_for(&srs, &spec, i);
-            (engine.submit(job), inputs)
-        })
-        .collect();
-    assert!(engine.status().jobs_running >= 1);
-    for (handle, inputs) in handles {
-        let out = handle
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", engine.config().pipeline.variant));
-        out.verify(&srs).unwrap();
-        let got: Vec<_> = out
-            .partitions
-            .iter()
-            .map(|p| p.public_inputs.clone())
-            .collect();
-        assert_eq!(got, inputs);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_variant_proves_chain_and_sha256_with_jobs_in_flight() {
     for variant in Variant::ALL {
         let engine = Engine::from_config(common::config(variant)).unwrap();
         assert_eq!(engine.graph().name, variant.as_str());
-        jobs_in_flight(&engine, Workload::Chain, 10, 3, 3).await;
-        jobs_in_flight(&engine, Workload::Sha256, common::sha256_log_size(), 2, 2).await;
+        common::prove_in_flight(&engine, Workload::Chain, 10, 3, 3).await;
+        common::prove_in_flight(&engine, Workload::Sha256, common::sha256_log_size(), 2, 2).await;
         engine.idle().await;
         assert_eq!(engine.arena_stats().in_use, 0, "{variant}");
         engine.shutdown().await;

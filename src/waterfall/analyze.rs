@@ -293,7 +293,9 @@ fn verdict(
     // Upstream stages whose workers are nearly always busy hold the GPU back.
     let saturated: Vec<&StageStats> = stages
         .iter()
-        .filter(|s| !s.stage.starts_with("GPU") && !s.stage.ends_with("_HOST") && s.occupancy >= SATURATED)
+        .filter(|s| {
+            !s.stage.starts_with("GPU") && !s.stage.ends_with("_HOST") && s.occupancy >= SATURATED
+        })
         .collect();
     if g.starved_share >= STARVED {
         for s in &saturated {

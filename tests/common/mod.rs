@@ -45,3 +45,46 @@ pub fn config(variant: Variant) -> Config {
 pub fn sha256_log_size() -> u32 {
     Workload::Sha256.min_log_size()
 }
+
+/// Submits `jobs` jobs of a workload at once (all in flight), awaits them,
+/// and checks every proof with bellperson's verifier and every partition's
+/// public inputs; returns the proofs for further checks.
+pub async fn prove_in_flight(
+    engine: &cuzk::Engine,
+    workload: Workload,
+    log_size: u32,
+    partitions: u64,
+    jobs: usize,
+) -> Vec<cuzk::JobProofs> {
+    use cuzk::bench::{BenchSpec, job_for};
+    let srs = srs(workload, log_size);
+    let spec = BenchSpec {
+        workload,
+        log_size,
+        partitions,
+        proofs: jobs,
+        in_flight: jobs,
+        seed: 11,
+    };
+    let handles: Vec<_> = (0..jobs)
+        .map(|i| {
+            let (job, inputs) = job_for(&srs, &spec, i);
+            (engine.submit(job), inputs)
+        })
+        .collect();
+    let mut out = vec![];
+    for (handle, inputs) in handles {
+        let proofs = handle
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", engine.config().pipeline.variant));
+        proofs.verify(&srs).unwrap();
+        let got: Vec<_> = proofs
+            .partitions
+            .iter()
+            .map(|p| p.public_inputs.clone())
+            .collect();
+        assert_eq!(got, inputs);
+        out.push(proofs);
+    }
+    out
+}
