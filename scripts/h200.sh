@@ -3,6 +3,7 @@
 # release binaries in .carry/: cuzk, gpu_ops, gpu_proofs, msm,
 # cpu_vs_bellperson and (optionally) supraseal-bench. Results go to $OUT.
 #   scripts/h200.sh tests | chain | sha256 | cpu | anchors
+#   scripts/h200.sh side-by-side WORKLOAD LOG_SIZE PARTITIONS C J
 set -u
 section=${1:?section}
 bin=$PWD/.carry
@@ -49,5 +50,31 @@ anchors)
     setup "$w" 20
     "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 
   done
+  ;;
+side-by-side)
+  # One parameter file; cuzk on the GPU (every variant), SupraSeal and
+  # bellperson on the CPU; one table of s/proof at the end.
+  w=${2:?workload} k=${3:?log size} p=${4:?partitions} c=${5:?proofs} j=${6:?in flight}
+  setup "$w" "$k"
+  file="$params/$w-k$k.params"
+  env $gpu_env "$bin/cuzk" compare $variants --workload "$w" --log-size "$k" --partitions "$p" \
+      -c "$c" -j "$j" --reps 1 --params "$file" --json /tmp/sbs.json > /tmp/sbs-cuzk.txt 2>&1
+  "$bin/supraseal-bench" "$file" "$w" "$k" "$p" "${SUPRASEAL_C:-$c}" 1 > /tmp/sbs-supraseal.txt 2>&1
+  CUZK_BENCH_WORKLOAD=$w CUZK_BENCH_LOG_SIZE=$k CUZK_BENCH_PARTITIONS=$p CUZK_BENCH_REPS=1 \
+      CUZK_BENCH_PARAMS="$file" "$bin/cpu_vs_bellperson" --bench > /tmp/sbs-cpu.txt 2>&1
+  echo "$w 2^$k x $p partitions, parameters $file"
+  printf '%-34s %10s\n' prover s/proof
+  python3 - <<'PY'
+import json, re
+for r in json.load(open("/tmp/sbs.json")):
+    print(f"{'cuzk gpu ' + r['variant']:<34} {r['s_per_proof']:>10.3f}")
+s = open("/tmp/sbs-supraseal.txt").read()
+m = re.search(r"([0-9.]+) s/proof.*verified (\d+)/(\d+)", s)
+print(f"{'supraseal (j=1)':<34} {float(m.group(1)):>10.3f}" if m else "supraseal: " + s[-300:])
+c = open("/tmp/sbs-cpu.txt").read()
+for name, label in [("bellperson", "bellperson cpu (c=1)"), ("cuzk \\(cpu\\)", "cuzk cpu (c=1)")]:
+    m = re.search(name + r"\s+([0-9.]+)", c)
+    print(f"{label:<34} {float(m.group(1)):>10.3f}" if m else c[-300:])
+PY
   ;;
 esac
