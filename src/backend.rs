@@ -134,10 +134,10 @@ impl Backend {
                 d
             })
             .collect();
-        Arc::new(GpuContext {
+        Arc::new(GpuContext::new(
             devices,
-            srs_resident: config.gpu.srs_resident,
-            b_g2_on_gpu: config.gpu.b_g2_on_gpu,
-        })
+            config.gpu.srs_resident,
+            config.gpu.b_g2_on_gpu,
+        ))
     }
 }

@@ -14,7 +14,7 @@ use anyhow::Context;
 use blstrs::{G1Affine, G2Affine, Scalar};
 use cuzk_engine::{DeviceFault, Stage, StageContext};
 use cuzk_gpu::cpu::ntt::Domain;
-use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::cuda::{DeviceBuffer, PinnedGuard, Stream};
 use cuzk_gpu::ops::{self, G1, G2, GpuCurve};
 use cuzk_gpu::vram::{Reservation, VramBudget};
 
@@ -42,6 +42,9 @@ impl GpuDevice {
     }
 }
 
+/// Page-locked host copies of SRS points, for streaming them to devices.
+type PinnedSrs = Mutex<Vec<(Weak<Srs>, Vec<PinnedGuard>)>>;
+
 /// What the GPU stages share: the devices and where SRS points live.
 pub struct GpuContext {
     /// By logical device; logical devices on one GPU share its entry (and so
@@ -51,6 +54,40 @@ pub struct GpuContext {
     /// Whether b_g2_msm runs on the GPU (it then keeps the partition's device
     /// buffers until it is done).
     pub b_g2_on_gpu: bool,
+    /// SRSs streamed for every partition are page-locked once, here.
+    pinned: PinnedSrs,
+}
+
+impl GpuContext {
+    pub fn new(devices: Vec<Arc<GpuDevice>>, srs_resident: bool, b_g2_on_gpu: bool) -> Self {
+        Self {
+            devices,
+            srs_resident,
+            b_g2_on_gpu,
+            pinned: Mutex::new(vec![]),
+        }
+    }
+
+    /// Page-locks the SRS's points (once per SRS) so streaming them is DMA.
+    fn pin(&self, srs: &Arc<Srs>) -> anyhow::Result<()> {
+        let mut pinned = self.pinned.lock().unwrap();
+        pinned.retain(|(w, _)| w.strong_count() > 0);
+        if pinned
+            .iter()
+            .any(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(srs)))
+        {
+            return Ok(());
+        }
+        let guards = vec![
+            PinnedGuard::pin(&srs.h)?,
+            PinnedGuard::pin(&srs.l)?,
+            PinnedGuard::pin(&srs.a)?,
+            PinnedGuard::pin(&srs.b_g1)?,
+            PinnedGuard::pin(&srs.b_g2)?,
+        ];
+        pinned.push((Arc::downgrade(srs), guards));
+        Ok(())
+    }
 }
 
 /// SRS points on one device.
@@ -150,6 +187,10 @@ impl GpuContext {
             }
         }
         let reservation = dev.vram.reserve(bytes, "streamed SRS points")?;
+        if let Err(e) = self.pin(srs) {
+            // Still correct from pageable memory, only slower.
+            tracing::warn!("page-locking SRS points for streaming failed: {e}");
+        }
         Ok(Arc::new(DeviceSrs::upload(stream, srs, reservation)?))
     }
 
