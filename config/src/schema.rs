@@ -26,7 +26,6 @@ pub struct Config {
     pub tracing: TracingConfig,
     pub metrics: MetricsConfig,
     pub logging: LoggingConfig,
-    pub daemon: DaemonConfig,
 }
 
 /// The interlock variants: each is a graph declaration in `cuzk-pipelines`.
@@ -296,21 +295,6 @@ impl Default for LoggingConfig {
         Self {
             format: LogFormat::Human,
             level: "info".into(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DaemonConfig {
-    /// gRPC listen address of `cuzk daemon`.
-    pub listen: SocketAddr,
-}
-
-impl Default for DaemonConfig {
-    fn default() -> Self {
-        Self {
-            listen: "127.0.0.1:9820".parse().expect("valid literal"),
         }
     }
 }
