@@ -24,12 +24,34 @@ use crate::srs::Srs;
 const G1_BYTES: usize = std::mem::size_of::<G1Affine>();
 const G2_BYTES: usize = std::mem::size_of::<G2Affine>();
 
+/// Values kept for each SRS while it is alive, keyed by the SRS itself.
+struct PerSrs<V>(Vec<(Weak<Srs>, V)>);
+
+impl<V> PerSrs<V> {
+    const fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// The value kept for `srs`, after forgetting those of dropped SRSs.
+    fn get(&mut self, srs: &Arc<Srs>) -> Option<&V> {
+        self.0.retain(|(w, _)| w.strong_count() > 0);
+        self.0
+            .iter()
+            .find(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(srs)))
+            .map(|(_, v)| v)
+    }
+
+    fn insert(&mut self, srs: &Arc<Srs>, value: V) {
+        self.0.push((Arc::downgrade(srs), value));
+    }
+}
+
 /// One (logical) device the engine drives.
 pub struct GpuDevice {
     /// The CUDA ordinal; several logical devices may share one.
     pub ordinal: i32,
     pub vram: Arc<VramBudget>,
-    resident: Mutex<Vec<(Weak<Srs>, Arc<DeviceSrs>)>>,
+    resident: Mutex<PerSrs<Arc<DeviceSrs>>>,
 }
 
 impl GpuDevice {
@@ -37,13 +59,10 @@ impl GpuDevice {
         Arc::new(Self {
             ordinal,
             vram: VramBudget::new(ordinal as usize, vram_budget),
-            resident: Mutex::new(vec![]),
+            resident: Mutex::new(PerSrs::new()),
         })
     }
 }
-
-/// Page-locked host copies of SRS points, for streaming them to devices.
-type PinnedSrs = Mutex<Vec<(Weak<Srs>, Vec<PinnedGuard>)>>;
 
 /// What the GPU stages share: the devices and where SRS points live.
 pub struct GpuContext {
@@ -55,7 +74,7 @@ pub struct GpuContext {
     /// buffers until it is done).
     pub b_g2_on_gpu: bool,
     /// SRSs streamed for every partition are page-locked once, here.
-    pinned: PinnedSrs,
+    pinned: Mutex<PerSrs<Vec<PinnedGuard>>>,
 }
 
 impl GpuContext {
@@ -64,18 +83,14 @@ impl GpuContext {
             devices,
             srs_resident,
             b_g2_on_gpu,
-            pinned: Mutex::new(vec![]),
+            pinned: Mutex::new(PerSrs::new()),
         }
     }
 
     /// Page-locks the SRS's points (once per SRS) so streaming them is DMA.
     fn pin(&self, srs: &Arc<Srs>) -> anyhow::Result<()> {
         let mut pinned = self.pinned.lock().unwrap();
-        pinned.retain(|(w, _)| w.strong_count() > 0);
-        if pinned
-            .iter()
-            .any(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(srs)))
-        {
+        if pinned.get(srs).is_some() {
             return Ok(());
         }
         let guards = vec![
@@ -85,7 +100,7 @@ impl GpuContext {
             PinnedGuard::pin(&srs.b_g1)?,
             PinnedGuard::pin(&srs.b_g2)?,
         ];
-        pinned.push((Arc::downgrade(srs), guards));
+        pinned.insert(srs, guards);
         Ok(())
     }
 }
@@ -163,11 +178,7 @@ impl GpuContext {
         let bytes = srs_device_bytes(srs);
         if self.srs_resident {
             let mut cache = dev.resident.lock().unwrap();
-            cache.retain(|(w, _)| w.strong_count() > 0);
-            if let Some((_, d)) = cache
-                .iter()
-                .find(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(srs)))
-            {
+            if let Some(d) = cache.get(srs) {
                 return Ok(d.clone());
             }
             match dev.vram.reserve(bytes, "the resident SRS") {
@@ -180,7 +191,7 @@ impl GpuContext {
                         seconds = started.elapsed().as_secs_f64(),
                         "SRS resident on the device"
                     );
-                    cache.push((Arc::downgrade(srs), d.clone()));
+                    cache.insert(srs, d.clone());
                     return Ok(d);
                 }
                 Err(e) => tracing::warn!("{e}; streaming SRS points for each partition instead"),
