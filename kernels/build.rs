@@ -109,7 +109,9 @@ fn main() {
         build.flag("-D__ADX__");
     }
     // sppark's device registry (select_gpu, all_gpus): its own build script
-    // compiles it when it finds nvcc on its own; otherwise we do.
+    // compiles it when it finds nvcc on its own (nvcc on PATH, or NVCC), and
+    // lib.rs keeps that library linked; otherwise (CUDA_HOME, CUDA_PATH,
+    // .cuda/) we compile it. Either way exactly one copy is linked.
     if env::var("DEP_SPPARK_TARGET").as_deref() != Ok("cuda") {
         build.file(sppark.join("util/all_gpus.cpp"));
     }

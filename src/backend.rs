@@ -134,10 +134,6 @@ impl Backend {
                 d
             })
             .collect();
-        Arc::new(GpuContext::new(
-            devices,
-            config.gpu.srs_resident,
-            config.gpu.b_g2_on_gpu,
-        ))
+        Arc::new(GpuContext::new(devices, config.gpu.srs_resident))
     }
 }

@@ -147,7 +147,7 @@ pub async fn run(
     }
     latencies.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
     Ok(BenchReport {
-        variant: engine.config().pipeline.variant.to_string(),
+        variant: engine.graph().name.clone(),
         backend: engine.backend().name().into(),
         workload: spec.workload.name().into(),
         log_size: spec.log_size,

@@ -16,7 +16,7 @@ use cuzk_engine::{
     ArenaPool, CpuPools, GraphSpec, JobError, JobHandle, JobId, Observer, Runtime, RuntimeBuilder,
     StageTiming, Status,
 };
-use cuzk_pipelines::{DevicePool, pools};
+use cuzk_pipelines::pools;
 use cuzk_stages::{PartitionWork, ProvableCircuit, Srs};
 
 use crate::backend::{Backend, BackendChoice};
@@ -27,7 +27,7 @@ pub enum EngineError {
     #[error(transparent)]
     Config(#[from] cuzk_config::ConfigError),
     #[error(transparent)]
-    Variant(#[from] cuzk_pipelines::UnknownEdge),
+    Pipeline(#[from] cuzk_pipelines::PipelineError),
     #[error(transparent)]
     Graph(#[from] cuzk_engine::GraphError),
     #[error("{0}")]
@@ -75,6 +75,7 @@ impl From<JobError> for ProveError {
 /// A proof request: one circuit per partition, all proven with one SRS.
 pub struct Job {
     label: String,
+    priority: u8,
     srs: Arc<Srs>,
     circuits: Vec<Box<dyn ProvableCircuit>>,
 }
@@ -83,6 +84,7 @@ impl Job {
     pub fn new(srs: Arc<Srs>) -> Self {
         Self {
             label: "job".into(),
+            priority: 0,
             srs,
             circuits: vec![],
         }
@@ -91,6 +93,13 @@ impl Job {
     /// A name for logs, timelines and traces.
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();
+        self
+    }
+
+    /// Its priority: higher goes first in every queue of the graph (with
+    /// aging, so lower ones are not starved). 0 by default.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
         self
     }
 
@@ -233,51 +242,44 @@ impl Engine {
 
     pub fn with_options(config: Config, options: EngineOptions) -> Result<Self, EngineError> {
         let backend = Backend::select(&config).map_err(EngineError::Backend)?;
-        let device_pool = match backend.choice {
-            BackendChoice::Cpu => DevicePool::Cpu,
-            BackendChoice::Gpu => DevicePool::Gpu,
-        };
-        let spec = cuzk_pipelines::graph(&config, device_pool)?;
+        let spec = cuzk_pipelines::graph(&config)?;
         let devices = backend.devices;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let or_cores = |n: usize| if n == 0 { cores } else { n };
-        let gpu_threads: usize = spec
-            .nodes
-            .iter()
-            .filter(|n| n.pool == pools::GPU)
-            .map(|n| n.workers * devices)
-            .sum();
-        let pools = CpuPools::new()
-            .with(pools::SYNTH, or_cores(config.threads.synthesis))?
-            .with(pools::GROTH16, or_cores(config.threads.groth16))?
-            .with(pools::GPU, gpu_threads.max(1))?;
         let gpu = (backend.choice == BackendChoice::Gpu).then(|| backend.gpu_context(&config));
+        let pools = Self::pools(&config, &spec, devices, gpu.is_some())?;
         let arenas = Self::arena_pool(&config, &spec, devices, gpu.is_some());
         let mut stages = match &gpu {
             None => cuzk_stages::cpu_stages(),
             Some(ctx) => cuzk_stages::gpu_stages(ctx.clone()),
         };
         if !options.inject_device_faults.is_empty() {
-            use cuzk_stages::names::{GPU_COMPUTE, GPU_NTT_MSM, GPU_STAGE_IN};
-            for name in [GPU_NTT_MSM, GPU_STAGE_IN, GPU_COMPUTE] {
+            // The drill hits every stage a device node runs, whatever the graph calls it.
+            let device_stages: std::collections::BTreeSet<&str> = spec
+                .nodes
+                .iter()
+                .filter(|n| n.role.on_device())
+                .map(|n| n.stage.as_str())
+                .collect();
+            for name in device_stages {
                 let devices = options.inject_device_faults.clone();
                 stages.wrap(name, |inner| {
                     Arc::new(cuzk_engine::FailOnDevices { inner, devices })
                 });
             }
         }
-        let metrics =
-            crate::metrics::MetricsObserver::new(config.pipeline.variant.as_str(), &arenas);
+        let metrics = crate::metrics::MetricsObserver::new(&spec.name, &arenas);
         let mut builder = RuntimeBuilder::new(spec, stages, pools)
             .arenas(arenas.clone())
             .devices(devices)
             .observer(Arc::new(metrics));
+        if let Some(ctx) = &gpu {
+            builder = builder.leases(Arc::new(cuzk_stages::gpu::GpuLeases(ctx.clone())));
+        }
         for o in options.observers {
             builder = builder.observer(o);
         }
         let runtime = builder.start()?;
         tracing::info!(
-            variant = %config.pipeline.variant,
+            graph = %runtime.spec().name,
             backend = backend.name(),
             devices,
             arenas = arenas.stats().count,
@@ -291,26 +293,43 @@ impl Engine {
         })
     }
 
-    fn arena_pool(config: &Config, spec: &GraphSpec, devices: usize, pinned: bool) -> ArenaPool {
-        use cuzk_engine::Placement;
-        let count = if config.arenas.count > 0 {
-            config.arenas.count
+    /// The CPU pools declarations name: synthesis, groth16, and the device
+    /// stages' pool (driver threads on the GPU; the groth16 pool on the CPU,
+    /// which does the device work there).
+    fn pools(
+        config: &Config,
+        spec: &GraphSpec,
+        devices: usize,
+        gpu: bool,
+    ) -> anyhow::Result<CpuPools> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let or_cores = |n: usize| if n == 0 { cores } else { n };
+        let mut pools = CpuPools::new()
+            .with(pools::SYNTH, or_cores(config.threads.synthesis))?
+            .with(pools::GROTH16, or_cores(config.threads.groth16))?;
+        if gpu {
+            let drivers: usize = spec
+                .nodes
+                .iter()
+                .filter(|n| n.pool == pools::DEVICE)
+                .map(|n| n.total_workers(devices))
+                .sum();
+            pools.add(pools::DEVICE, drivers.max(1))?;
         } else {
-            // Enough for every synthesis and device worker to hold one, and
-            // one waiting at each side of the device stages.
-            let synth: usize = spec
-                .nodes
-                .iter()
-                .filter(|n| n.takes_arena)
-                .map(|n| n.workers)
-                .sum();
-            let device: usize = spec
-                .nodes
-                .iter()
-                .filter(|n| n.placement == Placement::PerDevice)
-                .map(|n| n.workers * devices)
-                .sum();
-            synth + device + 2
+            pools.alias(pools::DEVICE, pools::GROTH16)?;
+        }
+        Ok(pools)
+    }
+
+    /// The arena pool: `arenas.count`, else the declared size, else the
+    /// graph's in-flight bound, so arenas never hold the graph back.
+    fn arena_pool(config: &Config, spec: &GraphSpec, devices: usize, pinned: bool) -> ArenaPool {
+        let declared = spec.arena().and_then(|r| r.size).filter(|&n| n > 0);
+        let count = match config.arenas.count {
+            0 => declared
+                .or_else(|| spec.max_in_flight(devices))
+                .unwrap_or(1),
+            n => n,
         };
         let mut max_bytes = config.arenas.max_bytes.bytes();
         let budget = config.memory.budget.bytes();
@@ -332,7 +351,9 @@ impl Engine {
             .map(|c| PartitionWork::new(job.srs.clone(), c, self_verify))
             .collect();
         ProofHandle {
-            inner: self.runtime.submit(&job.label, items),
+            inner: self
+                .runtime
+                .submit_with_priority(&job.label, items, job.priority),
         }
     }
 

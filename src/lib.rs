@@ -21,6 +21,7 @@
 pub mod backend;
 pub mod bench;
 pub mod engine;
+pub mod graph_view;
 pub mod metrics;
 pub mod params;
 pub mod report;

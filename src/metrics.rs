@@ -66,7 +66,7 @@ impl Observer for MetricsObserver {
             EventKind::WaitEnd { node, wait, waited } => {
                 let what = match wait {
                     Wait::Arena => "arena".to_string(),
-                    Wait::Resource(r) | Wait::Gate(r) => r.to_string(),
+                    Wait::Lease(r) | Wait::Resource(r) | Wait::Gate(r) => r.to_string(),
                 };
                 metrics::histogram!("cuzk_wait_seconds", "stage" => node.name.to_string(), "for" => what)
                     .record(waited.as_secs_f64());

@@ -27,7 +27,7 @@ fn bad_configs_fail_naming_the_key() {
     for (text, needle) in [
         (
             "[pipeline]\nvariant = \"quad_lock\"",
-            "config error at `pipeline.variant`: unknown value `quad_lock` (allowed: `serial`, `single_lock`, `two_lock`, `throttled`)",
+            "config error at `pipeline.variant`: no built-in graph `quad_lock` (built-in: serial, single_lock, single_lock_cpu_b2, two_lock, throttled)",
         ),
         (
             "[channels]\ndefault = 0",
@@ -39,7 +39,7 @@ fn bad_configs_fail_naming_the_key() {
         ),
         (
             "[pipeline]\nvariant = \"two_lock\"\n[channels.into]\ngpu_compte = 1",
-            "config error at `channels.into.gpu_compte`: variant `two_lock` has no node `gpu_compte`",
+            "config error at `channels.into.gpu_compte`: graph `two_lock` has no such node (its nodes: synth, prep_msm, gpu_stage, gpu_compute, b_g2_msm, assemble)",
         ),
     ] {
         let cfg = write(dir.path(), "bad.toml", text);
@@ -73,7 +73,14 @@ fn environment_overrides_beat_the_file() {
         stdout.contains("# environment variable CUZK_PIPELINE__VARIANT"),
         "{stdout}"
     );
-    assert!(stdout.contains("synth -> prep_msm"), "{stdout}");
+    assert!(
+        stdout.contains("#   name = \"throttled\""),
+        "the effective graph: {stdout}"
+    );
+    assert!(
+        stdout.contains("#   waits_for = [\"synth_throttle\"]"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use cuzk::bench::{BenchSpec, job_for};
-use cuzk::config::Variant;
 use cuzk::runtime::TimelineWriter;
 use cuzk::stages::Workload;
 use cuzk::waterfall::parse::parse;
@@ -42,7 +41,7 @@ fn devices_of(out: &cuzk::JobProofs, node: &str) -> Vec<usize> {
 }
 
 async fn engine(
-    variant: Variant,
+    variant: &str,
     devices: usize,
     faulty: &[usize],
 ) -> (Engine, tempfile::TempDir, Arc<TimelineWriter>) {
@@ -63,17 +62,13 @@ async fn engine(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitions_of_one_job_spread_over_2_and_4_devices() {
-    for (variant, devices) in [
-        (Variant::SingleLock, 2),
-        (Variant::TwoLock, 4),
-        (Variant::Serial, 4),
-    ] {
+    for (variant, devices) in [("single_lock", 2), ("two_lock", 4), ("serial", 4)] {
         let (engine, dir, _t) = engine(variant, devices, &[]).await;
         assert_eq!(engine.backend().devices, devices);
         let srs = common::srs(Workload::Chain, 10);
         let out = engine.submit(job_for(&srs, &spec(12), 0).0).await.unwrap();
         out.verify(&srs).unwrap();
-        let node = if variant == Variant::TwoLock {
+        let node = if variant == "two_lock" {
             "gpu_compute"
         } else {
             "gpu_ntt_msm"
@@ -103,15 +98,15 @@ async fn partitions_of_one_job_spread_over_2_and_4_devices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_device_has_its_partitions_retried_on_the_others() {
     for (variant, devices, faulty) in [
-        (Variant::SingleLock, 2, vec![1]),
-        (Variant::TwoLock, 4, vec![1, 3]),
-        (Variant::Throttled, 4, vec![0]),
+        ("single_lock", 2, vec![1]),
+        ("two_lock", 4, vec![1, 3]),
+        ("throttled", 4, vec![0]),
     ] {
         let (engine, dir, _t) = engine(variant, devices, &faulty).await;
         let srs = common::srs(Workload::Chain, 10);
         let out = engine.submit(job_for(&srs, &spec(10), 1).0).await.unwrap();
         out.verify(&srs).unwrap();
-        let node = if variant == Variant::TwoLock {
+        let node = if variant == "two_lock" {
             "gpu_compute"
         } else {
             "gpu_ntt_msm"
@@ -142,7 +137,7 @@ async fn a_failing_device_has_its_partitions_retried_on_the_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_every_device_fails_the_job_fails_clearly_and_the_engine_goes_on() {
-    let (engine, _dir, _t) = engine(Variant::SingleLock, 2, &[0, 1]).await;
+    let (engine, _dir, _t) = engine("single_lock", 2, &[0, 1]).await;
     let srs = common::srs(Workload::Chain, 10);
     let err = engine
         .submit(job_for(&srs, &spec(3), 2).0)

@@ -4,11 +4,11 @@
 mod common;
 
 use cuzk::bench::{BenchSpec, job_for};
-use cuzk::config::{Backend, ByteSize, Config, Variant};
+use cuzk::config::{Backend, ByteSize, Config};
 use cuzk::stages::Workload;
 use cuzk::{Engine, ProveError};
 
-fn gpu_config(variant: Variant) -> Option<Config> {
+fn gpu_config(variant: &str) -> Option<Config> {
     if let Err(why) = cuzk_gpu::device::usable_device() {
         eprintln!("skipping GPU test: {why}");
         return None;
@@ -20,25 +20,27 @@ fn gpu_config(variant: Variant) -> Option<Config> {
     Some(c)
 }
 
-/// Proves jobs in flight and checks both device stages ran on the GPU.
+/// Proves jobs in flight and checks every device-role node ran on the GPU
+/// and every other node on the CPU.
 async fn prove(engine: &Engine, workload: Workload, log_size: u32, partitions: u64, jobs: usize) {
+    let graph = engine.graph().clone();
     for out in common::prove_in_flight(engine, workload, log_size, partitions, jobs).await {
         for p in &out.partitions {
-            let gpu = p
-                .timings
-                .iter()
-                .find(|t| t.node.starts_with("gpu"))
-                .unwrap();
-            assert_eq!(gpu.note("backend"), Some("gpu"), "{gpu:?}");
-            let b_g2 = p.timings.iter().find(|t| &*t.node == "b_g2_msm").unwrap();
-            assert_eq!(b_g2.note("backend"), Some("gpu"));
+            for t in &p.timings {
+                let node = graph.node_named(&t.node).unwrap();
+                if node.role.on_device() {
+                    assert_eq!(t.note("backend"), Some("gpu"), "{}: {t:?}", graph.name);
+                } else if t.note("backend").is_some() {
+                    assert_eq!(t.note("backend"), Some("cpu"), "{}: {t:?}", graph.name);
+                }
+            }
         }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gpu_proofs_verify_under_every_variant() {
-    for variant in Variant::ALL {
+    for variant in cuzk::pipelines::builtin_names() {
         let Some(config) = gpu_config(variant) else {
             return;
         };
@@ -54,10 +56,9 @@ async fn gpu_proofs_verify_under_every_variant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gpu_proofs_verify_with_b_g2_on_the_cpu_and_the_srs_streamed() {
-    let Some(mut config) = gpu_config(Variant::TwoLock) else {
+    let Some(mut config) = gpu_config("single_lock_cpu_b2") else {
         return;
     };
-    config.gpu.b_g2_on_gpu = false;
     config.gpu.srs_resident = false;
     let engine = Engine::from_config(config).unwrap();
     let srs = common::srs(Workload::Chain, 12);
@@ -81,7 +82,7 @@ async fn gpu_proofs_verify_with_b_g2_on_the_cpu_and_the_srs_streamed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_out_of_device_memory_is_a_clear_error_and_the_engine_goes_on() {
-    let Some(mut config) = gpu_config(Variant::Serial) else {
+    let Some(mut config) = gpu_config("serial") else {
         return;
     };
     config.gpu.vram_budget = ByteSize::mib(1);

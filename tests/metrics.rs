@@ -5,7 +5,6 @@ mod common;
 
 use std::time::Duration;
 
-use cuzk::config::Variant;
 use cuzk::stages::Workload;
 use cuzk::stages::workloads::ChainCircuit;
 use cuzk::{Engine, Job};
@@ -38,7 +37,7 @@ async fn the_endpoint_serves_counters_after_a_job() {
         .local_addr()
         .unwrap();
     cuzk::metrics::serve(addr).unwrap();
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     let srs = common::srs(Workload::Chain, 10);
     let job = (0..3).fold(Job::new(srs.clone()).label("chain"), |job, p| {
         job.partition(Workload::Chain.instance(10, p).circuit)

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk::config::Variant;
 use cuzk::runtime::SpanObserver;
 use cuzk::stages::Workload;
 use cuzk::{Engine, EngineOptions, Job};
@@ -32,7 +31,7 @@ fn attr(span: &ExportedSpan, key: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spans_arrive_with_parent_links_and_attributes() {
     let mut collector = FakeCollectorServer::start().await.unwrap();
-    let mut config = common::config(Variant::SingleLock);
+    let mut config = common::config("single_lock");
     config.tracing.otlp = true;
     config.tracing.endpoint = collector.endpoint();
     config.tracing.service_name = "cuzk-test".into();

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use bellperson::groth16::verify_proof;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk::config::Variant;
 use cuzk::stages::Workload;
 use cuzk::stages::workloads::ChainCircuit;
 use cuzk::{Engine, Job, ProveError};
@@ -62,19 +61,19 @@ async fn prove_and_verify(engine: &Engine, workload: Workload, log_size: u32, pa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chain_one_partition_verifies() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     prove_and_verify(&engine, Workload::Chain, 10, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chain_several_partitions_verify() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     prove_and_verify(&engine, Workload::Chain, 10, 4).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sha256_one_and_several_partitions_verify() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     let k = common::sha256_log_size();
     prove_and_verify(&engine, Workload::Sha256, k, 1).await;
     prove_and_verify(&engine, Workload::Sha256, k, 3).await;
@@ -82,7 +81,7 @@ async fn sha256_one_and_several_partitions_verify() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_public_input_is_a_clear_error_and_the_next_job_proves() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     let srs = common::srs(Workload::Chain, 10);
     let mut lying = ChainCircuit::new(10, Scalar::from(3u64));
     lying.output = Some(lying.output.unwrap() + Scalar::ONE);
@@ -132,7 +131,7 @@ impl Circuit<Scalar> for BadCube {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsatisfiable_witness_is_named_at_its_constraint() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     let params = {
         use rand::SeedableRng;
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
@@ -172,7 +171,7 @@ async fn an_unsatisfiable_witness_is_named_at_its_constraint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_size_srs_is_a_clear_error() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     let big = common::srs(Workload::Chain, 11);
     let err = engine
         .submit(Job::new(big).partition(ChainCircuit::new(10, Scalar::ONE)))
@@ -194,7 +193,7 @@ async fn a_wrong_size_srs_is_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_job_releases_its_arenas_and_the_engine_goes_on() {
-    let engine = Engine::from_config(common::config(Variant::Serial)).unwrap();
+    let engine = Engine::from_config(common::config("serial")).unwrap();
     let (job, _) = workload_job(Workload::Chain, 12, 6, 9);
     let handle = engine.submit(job);
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -209,7 +208,7 @@ async fn a_cancelled_job_releases_its_arenas_and_the_engine_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn self_verify_checks_before_returning() {
-    let mut config = common::config(Variant::Serial);
+    let mut config = common::config("serial");
     config.engine.self_verify = true;
     let engine = Engine::from_config(config).unwrap();
     let (job, _) = workload_job(Workload::Chain, 10, 2, 5);
@@ -220,7 +219,7 @@ async fn self_verify_checks_before_returning() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_jobs_never_allocate_past_the_arena_pool() {
-    let mut config = common::config(Variant::Serial);
+    let mut config = common::config("serial");
     config.arenas.count = 2;
     let engine = Engine::from_config(config).unwrap();
     let srs = common::srs(Workload::Chain, 10);

@@ -7,13 +7,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cuzk::bench::{BenchSpec, job_for};
-use cuzk::config::Variant;
 use cuzk::runtime::TimelineWriter;
 use cuzk::stages::Workload;
 use cuzk::waterfall::parse::parse;
 use cuzk::{Engine, EngineOptions};
 
-async fn record(variant: Variant, partitions: u64, jobs: usize) -> String {
+async fn record(variant: &str, partitions: u64, jobs: usize) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("timeline.log");
     let writer = Arc::new(TimelineWriter::file(&path).unwrap());
@@ -45,7 +44,7 @@ async fn record(variant: Variant, partitions: u64, jobs: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stage_of_every_partition_has_a_matched_start_and_end() {
-    let text = record(Variant::SingleLock, 4, 2).await;
+    let text = record("single_lock", 4, 2).await;
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines.iter().all(|l| l.starts_with("TIMELINE,")),
@@ -100,6 +99,7 @@ async fn every_stage_of_every_partition_has_a_matched_start_and_end() {
     assert_eq!((count("GPU_QUEUE"), count("GPU_PICKUP")), (8, 8));
     for r in records.iter().filter(|r| r.event == "GPU_END") {
         assert_eq!(r.get("backend"), Some("cpu"));
+        assert_eq!(r.get("role"), Some("device"), "roles are in every detail");
         assert_eq!(r.device(), Some("0"));
         assert!(
             r.worker().is_some() && r.get("duration_ms").is_some(),
@@ -110,7 +110,7 @@ async fn every_stage_of_every_partition_has_a_matched_start_and_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_waits_are_recorded_where_workers_contend() {
-    let text = record(Variant::SingleLock, 6, 2).await;
+    let text = record("single_lock", 6, 2).await;
     let records = parse(&text);
     let starts = records
         .iter()

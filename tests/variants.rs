@@ -5,14 +5,13 @@ mod common;
 
 use cuzk::Engine;
 use cuzk::bench::{BenchSpec, job_for};
-use cuzk::config::Variant;
 use cuzk::stages::Workload;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_variant_proves_chain_and_sha256_with_jobs_in_flight() {
-    for variant in Variant::ALL {
+    for variant in cuzk::pipelines::builtin_names() {
         let engine = Engine::from_config(common::config(variant)).unwrap();
-        assert_eq!(engine.graph().name, variant.as_str());
+        assert_eq!(engine.graph().name, variant);
         common::prove_in_flight(&engine, Workload::Chain, 10, 3, 3).await;
         common::prove_in_flight(&engine, Workload::Sha256, common::sha256_log_size(), 2, 2).await;
         engine.idle().await;
@@ -23,7 +22,7 @@ async fn every_variant_proves_chain_and_sha256_with_jobs_in_flight() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn variants_run_on_several_logical_devices() {
-    for variant in [Variant::SingleLock, Variant::TwoLock] {
+    for variant in ["single_lock", "two_lock"] {
         let mut config = common::config(variant);
         config.gpu.logical_devices = 2;
         let engine = Engine::from_config(config).unwrap();
@@ -38,7 +37,7 @@ async fn variants_run_on_several_logical_devices() {
         };
         let out = engine.submit(job_for(&srs, &spec, 0).0).await.unwrap();
         out.verify(&srs).unwrap();
-        let gpu_node = if variant == Variant::TwoLock {
+        let gpu_node = if variant == "two_lock" {
             "gpu_compute"
         } else {
             "gpu_ntt_msm"

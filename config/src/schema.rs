@@ -28,51 +28,30 @@ pub struct Config {
     pub logging: LoggingConfig,
 }
 
-/// The interlock variants: each is a graph declaration in `cuzk-pipelines`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// One GPU worker per device.
-    #[default]
-    Serial,
-    /// `gpu.workers_per_device` workers alternate on one per-device lock;
-    /// b_g2_msm runs after the lock is released (the seeds' phase 9).
-    SingleLock,
-    /// A staging node under a memory lock and a compute node under a compute
-    /// lock, so one partition stages while another computes (phase 10).
-    TwoLock,
-    /// single_lock, with synthesis paused while b_g2_msm runs (phase 11).
-    Throttled,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 4] = [
-        Self::Serial,
-        Self::SingleLock,
-        Self::TwoLock,
-        Self::Throttled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Serial => "serial",
-            Self::SingleLock => "single_lock",
-            Self::TwoLock => "two_lock",
-            Self::Throttled => "throttled",
-        }
-    }
-}
-
-impl std::fmt::Display for Variant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Which graph runs. In order of precedence: a graph declared inline
+/// (`[pipeline.declare]`, the declaration format of `pipelines/*.toml`), a
+/// declaration file (`graph`), or a built-in variant by name (`variant`;
+/// `cuzk graph list` names them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PipelineConfig {
-    pub variant: Variant,
+    pub variant: String,
+    /// A graph declaration file, instead of a built-in variant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph: Option<PathBuf>,
+    /// A graph declared in the config itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declare: Option<toml::Table>,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        Self {
+            variant: "serial".into(),
+            graph: None,
+            declare: None,
+        }
+    }
 }
 
 /// Workers of one CPU stage.
@@ -88,32 +67,10 @@ impl Default for StageConfig {
     }
 }
 
-impl StageConfig {
-    fn with(workers: usize) -> Self {
-        Self { workers }
-    }
-}
-
-/// Workers per CPU stage. The GPU stage's workers are `gpu.workers_per_device`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct StagesConfig {
-    pub synth: StageConfig,
-    pub prep_msm: StageConfig,
-    pub b_g2_msm: StageConfig,
-    pub assemble: StageConfig,
-}
-
-impl Default for StagesConfig {
-    fn default() -> Self {
-        Self {
-            synth: StageConfig::with(2),
-            prep_msm: StageConfig::with(2),
-            b_g2_msm: StageConfig::with(1),
-            assemble: StageConfig::with(1),
-        }
-    }
-}
+/// Worker counts by node name, overriding the graph's declaration
+/// (`[stages.synth] workers = 8`; per device for per-device nodes). A name
+/// the graph does not have is an error naming it.
+pub type StagesConfig = BTreeMap<String, StageConfig>;
 
 /// Edge capacities: `default` for every edge, `into.<node>` for the edge into
 /// one node (node names depend on the variant; `cuzk config show` lists them).
@@ -137,7 +94,8 @@ impl Default for ChannelsConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ArenasConfig {
-    /// How many arenas (0 = enough for every worker to hold one, plus the edges between them).
+    /// How many arenas (0 = the graph's in-flight bound: every worker from
+    /// the first arena-taking node on holding one, and every edge after it full).
     pub count: usize,
     /// Largest arena; a partition that needs more fails with a clear error.
     pub max_bytes: ByteSize,
@@ -182,14 +140,10 @@ pub struct GpuConfig {
     /// Present the CPU backend (or one GPU) as this many logical devices, each
     /// with its own workers and locks (0 = one per physical device).
     pub logical_devices: usize,
-    /// GPU workers per device (serial always uses 1).
-    pub workers_per_device: usize,
     /// Device memory the engine may use per device (0 = 90% of what is free at start).
     pub vram_budget: ByteSize,
     /// Keep SRS points in device memory when they fit the budget.
     pub srs_resident: bool,
-    /// Run b_g2_msm on the GPU (with the GPU backend); else on the CPU.
-    pub b_g2_on_gpu: bool,
 }
 
 impl Default for GpuConfig {
@@ -198,10 +152,8 @@ impl Default for GpuConfig {
             backend: Backend::Auto,
             devices: vec![],
             logical_devices: 0,
-            workers_per_device: 2,
             vram_budget: ByteSize(0),
             srs_resident: true,
-            b_g2_on_gpu: true,
         }
     }
 }
@@ -232,11 +184,18 @@ impl Default for SrsConfig {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EngineConfig {
-    /// Verify every proof with bellperson's verifier before returning it.
+    /// Verify every proof with bellperson's verifier before returning it; a
+    /// proof that fails fails its job and is never handed out.
     pub self_verify: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self { self_verify: true }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -23,11 +23,15 @@ pub(crate) fn validate(c: &Config) -> Result<(), ConfigError> {
     for (node, &cap) in &c.channels.into {
         at_least_one(&format!("channels.into.{node}"), cap)?;
     }
-    at_least_one("stages.synth.workers", c.stages.synth.workers)?;
-    at_least_one("stages.prep_msm.workers", c.stages.prep_msm.workers)?;
-    at_least_one("stages.b_g2_msm.workers", c.stages.b_g2_msm.workers)?;
-    at_least_one("stages.assemble.workers", c.stages.assemble.workers)?;
-    at_least_one("gpu.workers_per_device", c.gpu.workers_per_device)?;
+    for (node, stage) in &c.stages {
+        at_least_one(&format!("stages.{node}.workers"), stage.workers)?;
+    }
+    if c.pipeline.variant.is_empty() {
+        return Err(invalid(
+            "pipeline.variant",
+            "must name a graph (`cuzk graph list`)",
+        ));
+    }
     if c.arenas.max_bytes.is_zero() {
         return Err(invalid("arenas.max_bytes", "must be above 0"));
     }

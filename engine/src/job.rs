@@ -91,6 +91,8 @@ struct Slot<T> {
 
 pub(crate) struct JobState<T> {
     pub id: JobId,
+    /// Higher first, in every edge (see `crate::edge`).
+    pub priority: u8,
     pub submitted: Instant,
     cancelled: AtomicBool,
     slot: Mutex<Slot<T>>,
@@ -112,10 +114,12 @@ impl<T> JobState<T> {
     pub(crate) fn new(
         id: JobId,
         partitions: usize,
+        priority: u8,
     ) -> (Arc<Self>, oneshot::Receiver<Result<JobOutput<T>, JobError>>) {
         let (tx, rx) = oneshot::channel();
         let state = Arc::new(Self {
             id,
+            priority,
             submitted: Instant::now(),
             cancelled: AtomicBool::new(false),
             slot: Mutex::new(Slot {

@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::job::JobId;
+use crate::vocab::Role;
 
 /// The node an event concerns.
 #[derive(Clone, Copy, Debug)]
@@ -14,6 +15,7 @@ pub struct NodeRef<'a> {
     pub name: &'a str,
     /// Timeline event prefix (`SYNTH`, `GPU`, ...).
     pub event: &'a str,
+    pub role: Role,
     /// None for events before a worker took the item (`Queued`).
     pub worker: Option<usize>,
     pub device: Option<usize>,
@@ -25,6 +27,8 @@ pub struct NodeRef<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait<'a> {
     Arena,
+    /// A device lease of the named pool.
+    Lease(&'a str),
     Resource(&'a str),
     Gate(&'a str),
 }
@@ -50,6 +54,7 @@ pub enum EventKind<'a> {
     JobSubmitted {
         label: &'a str,
         partitions: usize,
+        priority: u8,
     },
     JobFinished {
         ok: bool,

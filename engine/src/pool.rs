@@ -28,6 +28,15 @@ impl CpuPools {
         Ok(())
     }
 
+    /// Makes `name` another name for the existing pool `of`.
+    pub fn alias(&mut self, name: &str, of: &str) -> anyhow::Result<()> {
+        let pool = self
+            .get(of)
+            .ok_or_else(|| anyhow::anyhow!("no CPU pool `{of}` to alias as `{name}`"))?;
+        self.pools.insert(name.to_string(), pool);
+        Ok(())
+    }
+
     pub fn with(mut self, name: &str, threads: usize) -> anyhow::Result<Self> {
         self.add(name, threads)?;
         Ok(self)

@@ -57,13 +57,15 @@ enum Instance {
 }
 
 impl Instance {
-    fn new(kind: ResourceKind) -> Self {
-        match kind {
-            ResourceKind::Lock => Self::Semaphore(Arc::new(Semaphore::new(1))),
-            ResourceKind::Semaphore { permits } => {
-                Self::Semaphore(Arc::new(Semaphore::new(permits)))
-            }
-            ResourceKind::Gate => Self::Gate(Arc::default()),
+    /// The held kinds; pooled ones (arenas, leases) live elsewhere.
+    fn new(spec: &ResourceSpec) -> Option<Self> {
+        match spec.kind {
+            ResourceKind::Lock => Some(Self::Semaphore(Arc::new(Semaphore::new(1)))),
+            ResourceKind::Semaphore => Some(Self::Semaphore(Arc::new(Semaphore::new(
+                spec.size.unwrap_or(1),
+            )))),
+            ResourceKind::Gate => Some(Self::Gate(Arc::default())),
+            ResourceKind::Arena | ResourceKind::DeviceLease => None,
         }
     }
 }
@@ -84,15 +86,15 @@ impl Resources {
     pub(crate) fn new(specs: &[ResourceSpec], devices: usize) -> Self {
         let by_name = specs
             .iter()
-            .map(|r| {
+            .filter_map(|r| {
                 let n = match r.scope {
                     Scope::Global => 1,
                     Scope::PerDevice => devices.max(1),
                 };
-                (
-                    r.name.clone(),
-                    (0..n).map(|_| Instance::new(r.kind)).collect(),
-                )
+                let instances = (0..n)
+                    .map(|_| Instance::new(r))
+                    .collect::<Option<Vec<_>>>()?;
+                Some((r.name.clone(), instances))
             })
             .collect();
         Self { by_name }
@@ -143,14 +145,7 @@ mod tests {
 
     #[tokio::test]
     async fn gate_blocks_waiters_while_closed() {
-        let r = Arc::new(Resources::new(
-            &[ResourceSpec {
-                name: "g".into(),
-                kind: ResourceKind::Gate,
-                scope: Scope::Global,
-            }],
-            1,
-        ));
+        let r = Arc::new(Resources::new(&[ResourceSpec::gate("g")], 1));
         let held = r.hold("g", None).await;
         assert!(r.is_busy("g", None));
         let r2 = r.clone();
@@ -166,14 +161,7 @@ mod tests {
 
     #[tokio::test]
     async fn per_device_locks_are_independent() {
-        let r = Resources::new(
-            &[ResourceSpec {
-                name: "gpu".into(),
-                kind: ResourceKind::Lock,
-                scope: Scope::PerDevice,
-            }],
-            2,
-        );
+        let r = Resources::new(&[ResourceSpec::lock("gpu").per_device()], 2);
         let _d0 = r.hold("gpu", Some(0)).await;
         assert!(r.is_busy("gpu", Some(0)));
         assert!(!r.is_busy("gpu", Some(1)));

@@ -59,6 +59,7 @@ impl SpanObserver {
             stage = node.name,
             worker = node.worker.map(|w| w as i64).unwrap_or(-1),
             device = node.device.map(|d| d as i64).unwrap_or(-1),
+            role = node.role.as_str(),
             backend = field::Empty,
             points = field::Empty,
             constraints = field::Empty,
@@ -73,6 +74,7 @@ impl SpanObserver {
 fn wait_name(wait: Wait<'_>) -> String {
     match wait {
         Wait::Arena => "wait arena".into(),
+        Wait::Lease(l) => format!("wait lease {l}"),
         Wait::Resource(r) => format!("wait {r}"),
         Wait::Gate(g) => format!("wait {g}"),
     }
@@ -82,7 +84,11 @@ impl Observer for SpanObserver {
     fn on_event(&self, e: &Event<'_>) {
         let mut jobs = self.jobs.lock().unwrap();
         match &e.kind {
-            EventKind::JobSubmitted { label, partitions } => {
+            EventKind::JobSubmitted {
+                label,
+                partitions,
+                priority,
+            } => {
                 let span = tracing::info_span!(
                     target: TARGET,
                     parent: None,
@@ -91,6 +97,7 @@ impl Observer for SpanObserver {
                     job = e.job,
                     label = *label,
                     partitions = *partitions,
+                    priority = *priority,
                     error = field::Empty,
                     otel.status_code = field::Empty,
                 );

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::arena::ArenaLease;
 use crate::job::JobId;
+use crate::lease::{DeviceLease, DeviceSlot};
 use crate::observer::DeviceSpan;
 
 /// One step of the pipeline, run on one item (a partition) at a time.
@@ -42,6 +43,7 @@ pub struct StageContext<'a> {
     /// The device this item is bound to, once a per-device node picked it up.
     pub device: Option<usize>,
     arena: Option<&'a mut ArenaLease>,
+    leases: &'a mut [DeviceLease],
     cancelled: &'a AtomicBool,
     pub(crate) notes: Vec<(&'static str, String)>,
     pub(crate) device_spans: Vec<DeviceSpan>,
@@ -60,6 +62,7 @@ impl<'a> StageContext<'a> {
         worker: usize,
         device: Option<usize>,
         arena: Option<&'a mut ArenaLease>,
+        leases: &'a mut [DeviceLease],
         cancelled: &'a AtomicBool,
     ) -> Self {
         Self {
@@ -69,6 +72,7 @@ impl<'a> StageContext<'a> {
             worker,
             device,
             arena,
+            leases,
             cancelled,
             notes: Vec::new(),
             device_spans: Vec::new(),
@@ -82,6 +86,47 @@ impl<'a> StageContext<'a> {
         self.arena.as_deref_mut().ok_or_else(|| {
             anyhow::anyhow!("stage `{node}` needs an arena but no node before it takes one")
         })
+    }
+
+    /// The device slot of type `S` this item carries (from the device lease a
+    /// node before this one took). Errors if it carries none, which is a
+    /// declaration bug (no earlier node `takes` a device lease).
+    pub fn device_slot<S: DeviceSlot>(&mut self) -> anyhow::Result<&mut S> {
+        let node = self.node;
+        self.leases
+            .iter_mut()
+            .find_map(|l| l.slot_mut::<S>())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "stage `{node}` needs a device lease but no node before it takes one"
+                )
+            })
+    }
+
+    /// The arena and the device slot of type `S` at once (a device stage
+    /// uploads from one into the other).
+    pub fn arena_and_device_slot<S: DeviceSlot>(
+        &mut self,
+    ) -> anyhow::Result<(&mut ArenaLease, &mut S)> {
+        let node = self.node;
+        let arena = self.arena.as_deref_mut().ok_or_else(|| {
+            anyhow::anyhow!("stage `{node}` needs an arena but no node before it takes one")
+        })?;
+        let slot = self
+            .leases
+            .iter_mut()
+            .find_map(|l| l.slot_mut::<S>())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "stage `{node}` needs a device lease but no node before it takes one"
+                )
+            })?;
+        Ok((arena, slot))
+    }
+
+    /// Whether the item carries a device lease.
+    pub fn has_device_lease(&self) -> bool {
+        !self.leases.is_empty()
     }
 
     /// A handle to poll cancellation while the arena is borrowed.

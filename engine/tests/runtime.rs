@@ -6,8 +6,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use cuzk_engine::{
-    ArenaPool, CpuPools, GraphSpec, JobError, LayoutBuilder, NodeSpec, ResourceKind,
-    RuntimeBuilder, SOURCE, Scope, StageContext, StageRegistry,
+    ArenaPool, CpuPools, GraphSpec, JobError, LayoutBuilder, NodeSpec, ResourceSpec,
+    RuntimeBuilder, SOURCE, StageContext, StageRegistry,
 };
 
 #[derive(Debug)]
@@ -227,7 +227,7 @@ fn arena_graph(workers: usize) -> (GraphSpec, StageRegistry<Item>, Arc<Latch>) {
             NodeSpec::new("fill", "fill", "FILL")
                 .pool("a")
                 .workers(workers)
-                .takes_arena(),
+                .takes("arena"),
         )
         .node(
             NodeSpec::new("hold", "hold", "HOLD")
@@ -235,7 +235,8 @@ fn arena_graph(workers: usize) -> (GraphSpec, StageRegistry<Item>, Arc<Latch>) {
                 .workers(workers),
         )
         .edge(SOURCE, "fill", 1)
-        .edge("fill", "hold", 4);
+        .edge("fill", "hold", 4)
+        .resource(ResourceSpec::arena("arena"));
     (spec, stages, latch)
 }
 
@@ -327,7 +328,7 @@ async fn per_device_edges_keep_items_on_their_device_and_locks_serialise() {
         )
         .edge(SOURCE, "stage_in", 2)
         .edge("stage_in", "compute", 1)
-        .resource("compute_lock", ResourceKind::Lock, Scope::PerDevice);
+        .resource(ResourceSpec::lock("compute_lock").per_device());
     let rt = RuntimeBuilder::new(spec, stages, pools())
         .devices(2)
         .start()
@@ -378,4 +379,138 @@ async fn shutdown_drains_the_chain_and_later_jobs_are_refused() {
         rt.submit("after", items(1)).await,
         Err(JobError::Shutdown)
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn higher_priority_jobs_overtake_queued_ones() {
+    let latch = Arc::new(Latch::default());
+    let order = Arc::new(Mutex::new(vec![]));
+    let stages = StageRegistry::new().with("work", {
+        let (latch, order) = (latch.clone(), order.clone());
+        move |item: &mut Item, _: &mut StageContext<'_>| {
+            latch.wait();
+            order.lock().unwrap().push(item.value);
+            Ok(())
+        }
+    });
+    let spec = GraphSpec::new("prio")
+        .node(NodeSpec::new("work", "work", "WORK").pool("a"))
+        .edge(SOURCE, "work", 1);
+    let rt = RuntimeBuilder::new(spec, stages, pools()).start().unwrap();
+    let item = |value| {
+        vec![Item {
+            value,
+            devices: vec![],
+        }]
+    };
+    let mut jobs = vec![];
+    for v in 0..5 {
+        jobs.push(rt.submit_with_priority("low", item(v), 1));
+        // The first job's partition is running and the second's fills the
+        // entry edge before the next is submitted.
+        let expected = (v + 1).min(2) as usize;
+        eventually("the graph to fill", || {
+            rt.status().items_in_flight == expected
+        })
+        .await;
+    }
+    jobs.push(rt.submit_with_priority("high", item(100), 3));
+    assert_eq!(
+        rt.status().jobs_queued,
+        4,
+        "three low jobs and the high one wait"
+    );
+    assert_eq!(rt.status().jobs_queued_by_priority[3], 1);
+    latch.open();
+    for job in jobs {
+        job.await.unwrap();
+    }
+    assert_eq!(
+        *order.lock().unwrap(),
+        [0, 1, 100, 2, 3, 4],
+        "the high job enters as soon as the entry edge has room"
+    );
+}
+
+/// A device slot that counts how often it was handed out.
+struct Slot {
+    uses: usize,
+}
+impl cuzk_engine::DeviceSlot for Slot {}
+struct SlotMaker;
+impl cuzk_engine::LeaseProvider for SlotMaker {
+    fn create(&self, _: &str, _: usize) -> anyhow::Result<Box<dyn cuzk_engine::DeviceSlot>> {
+        Ok(Box::new(Slot { uses: 0 }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_leases_bound_each_device_and_go_back_at_the_releasing_node() {
+    const LEASES: usize = 2;
+    let peak = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let holding = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let stages = StageRegistry::new()
+        .with("stage_in", {
+            let (peak, holding) = (peak.clone(), holding.clone());
+            move |_: &mut Item, cx: &mut StageContext<'_>| {
+                let d = cx.device.unwrap();
+                let now = holding[d].fetch_add(1, Ordering::SeqCst) + 1;
+                peak[d].fetch_max(now, Ordering::SeqCst);
+                cx.device_slot::<Slot>()?.uses += 1;
+                Ok(())
+            }
+        })
+        .with("compute", {
+            let holding = holding.clone();
+            move |item: &mut Item, cx: &mut StageContext<'_>| {
+                std::thread::sleep(Duration::from_millis(3));
+                anyhow::ensure!(cx.device_slot::<Slot>()?.uses > 0, "the slot travelled");
+                holding[cx.device.unwrap()].fetch_sub(1, Ordering::SeqCst);
+                item.devices.push(cx.device);
+                Ok(())
+            }
+        })
+        .with("tail", |_: &mut Item, cx: &mut StageContext<'_>| {
+            anyhow::ensure!(!cx.has_device_lease(), "released before the tail");
+            Ok(())
+        });
+    let spec = GraphSpec::new("leases")
+        .resource(ResourceSpec::device_lease("vram").size(LEASES))
+        .node(
+            NodeSpec::new("stage_in", "stage_in", "STAGE")
+                .pool("a")
+                .workers(3)
+                .per_device()
+                .takes("vram"),
+        )
+        .node(
+            NodeSpec::new("compute", "compute", "GPU")
+                .pool("b")
+                .workers(2)
+                .per_device()
+                .releases("vram"),
+        )
+        .node(NodeSpec::new("tail", "tail", "TAIL").pool("b"))
+        .edge(SOURCE, "stage_in", 4)
+        .edge("stage_in", "compute", 4)
+        .edge("compute", "tail", 4);
+    let rt = RuntimeBuilder::new(spec, stages, pools())
+        .devices(2)
+        .leases(Arc::new(SlotMaker))
+        .start()
+        .unwrap();
+    let out = rt.submit("l", items(60)).await.unwrap();
+    assert_eq!(out.partitions.len(), 60);
+    for d in 0..2 {
+        assert!(
+            peak[d].load(Ordering::SeqCst) <= LEASES,
+            "at most {LEASES} partitions hold a lease on device {d}"
+        );
+    }
+    let leases = rt.status().leases;
+    assert_eq!(leases.len(), 2);
+    for l in leases {
+        assert_eq!(l.in_use, 0, "{l:?}");
+        assert!(l.created <= LEASES && l.peak_in_use <= LEASES, "{l:?}");
+    }
 }

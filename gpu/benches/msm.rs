@@ -77,7 +77,7 @@ fn main() {
         t.elapsed().as_secs_f64() * 1e3
     );
 
-    let resident = || ops::msm::<G1>(&d_points, 0, 96, &d_scalars, 0, n, true).unwrap();
+    let resident = || ops::msm::<G1>(&stream, &d_points, 0, 96, &d_scalars, 0, n, true).unwrap();
     let direct = || {
         let mut out = blst::blst_p1::default();
         // SAFETY: host slices of n points and scalars.

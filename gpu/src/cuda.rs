@@ -47,6 +47,30 @@ impl DeviceBuffer {
         Ok(buf)
     }
 
+    /// Starts copying `data` into the buffer's start on `stream`. The host
+    /// data must stay alive and unchanged until the stream is synchronised.
+    pub fn copy_in<T: Copy>(&self, stream: &Stream, data: &[T]) -> Result<(), KernelError> {
+        let bytes = std::mem::size_of_val(data);
+        assert!(
+            bytes <= self.bytes,
+            "upload of {bytes} bytes into a {}-byte buffer",
+            self.bytes
+        );
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: bounds checked; the caller keeps `data` alive until sync.
+        unsafe {
+            k::cuzk_htod(
+                stream.device,
+                stream.raw,
+                self.ptr,
+                data.as_ptr().cast(),
+                bytes,
+            )
+        }
+    }
+
     /// Copies the buffer's start into `out` and waits for it.
     pub fn download<T: Copy>(&self, stream: &Stream, out: &mut [T]) -> Result<(), KernelError> {
         let bytes = std::mem::size_of_val(out);
@@ -214,29 +238,72 @@ impl cuzk_engine::PageLocker for CudaPageLocker {
     }
 }
 
-/// Page-locks a slice for as long as the guard lives (SRS points streamed
-/// from host memory).
-pub struct PinnedGuard {
-    ptr: *mut c_void,
+/// An owned, immutable slice that can be page-locked for DMA once, for the
+/// rest of its life (SRS points streamed from host memory).
+///
+/// The registration is a field dropped before the points, and the points
+/// are a boxed slice never handed out mutably, so the pinned memory can
+/// neither move nor be freed while registered: the type keeps the promise a
+/// bare registration guard could only document.
+pub struct HostSlice<T> {
+    // Declared first: dropped (unregistered) before `data` is freed.
+    pinned: std::sync::Mutex<Option<Registration>>,
+    data: Box<[T]>,
 }
 
-// SAFETY: only unregistered on drop.
-unsafe impl Send for PinnedGuard {}
-unsafe impl Sync for PinnedGuard {}
+/// A live host registration of `HostSlice::data`.
+struct Registration(*mut c_void);
 
-impl PinnedGuard {
-    pub fn pin<T>(data: &[T]) -> Result<Self, KernelError> {
-        let ptr = data.as_ptr() as *mut c_void;
-        // SAFETY: registering does not change the memory; the guard must not
-        // outlive `data` (callers keep both in one struct).
-        unsafe { k::cuzk_host_register(ptr, std::mem::size_of_val(data).max(1)) }?;
-        Ok(Self { ptr })
+// SAFETY: only unregistered on drop; the address is never dereferenced.
+unsafe impl Send for Registration {}
+unsafe impl Sync for Registration {}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: registered in `HostSlice::pin`, whose data outlives this.
+        let _ = unsafe { k::cuzk_host_unregister(self.0) };
     }
 }
 
-impl Drop for PinnedGuard {
-    fn drop(&mut self) {
-        // SAFETY: registered in `pin`.
-        let _ = unsafe { k::cuzk_host_unregister(self.ptr) };
+impl<T> HostSlice<T> {
+    pub fn new(data: Vec<T>) -> Self {
+        Self {
+            pinned: std::sync::Mutex::new(None),
+            data: data.into_boxed_slice(),
+        }
+    }
+
+    /// Page-locks the data (once; later calls do nothing).
+    pub fn pin(&self) -> Result<(), KernelError> {
+        let mut pinned = self.pinned.lock().unwrap();
+        if pinned.is_some() || self.data.is_empty() {
+            return Ok(());
+        }
+        let ptr = self.data.as_ptr() as *mut c_void;
+        // SAFETY: `data` lives and stays put as long as the registration
+        // stored beside it (see the type's docs); registering does not change it.
+        unsafe { k::cuzk_host_register(ptr, std::mem::size_of_val(&*self.data)) }?;
+        *pinned = Some(Registration(ptr));
+        Ok(())
+    }
+
+    pub fn is_pinned(&self) -> bool {
+        self.pinned.lock().unwrap().is_some()
+    }
+}
+
+impl<T> std::ops::Deref for HostSlice<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.data
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for HostSlice<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostSlice")
+            .field("len", &self.data.len())
+            .field("pinned", &self.is_pinned())
+            .finish()
     }
 }

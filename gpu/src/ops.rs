@@ -17,9 +17,10 @@ pub trait GpuCurve {
     type Raw: Default + Copy;
     type Projective;
     /// # Safety
-    /// Device pointers of `device`, holding `n` elements each.
+    /// Device pointers of `device`, holding `n` elements each; a live stream.
     unsafe fn msm(
         device: i32,
+        stream: *mut c_void,
         points: *const c_void,
         scalars: *const Fr,
         n: usize,
@@ -31,6 +32,7 @@ pub trait GpuCurve {
     #[allow(clippy::too_many_arguments)]
     unsafe fn msm_gathered(
         device: i32,
+        stream: *mut c_void,
         points: *const c_void,
         base_idx: *const u32,
         scalars: *const Fr,
@@ -43,6 +45,7 @@ pub trait GpuCurve {
     /// As for `msm_gathered`.
     unsafe fn sum(
         device: i32,
+        stream: *mut c_void,
         points: *const c_void,
         idx: *const u32,
         n: usize,
@@ -61,17 +64,19 @@ macro_rules! gpu_curve {
             type Projective = $proj;
             unsafe fn msm(
                 device: i32,
+                stream: *mut c_void,
                 points: *const c_void,
                 scalars: *const Fr,
                 n: usize,
                 mont: bool,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe { k::$msm(device, points, scalars, n, mont, out) }
+                unsafe { k::$msm(device, stream, points, scalars, n, mont, out) }
             }
             #[allow(clippy::too_many_arguments)]
             unsafe fn msm_gathered(
                 device: i32,
+                stream: *mut c_void,
                 points: *const c_void,
                 base_idx: *const u32,
                 scalars: *const Fr,
@@ -80,16 +85,21 @@ macro_rules! gpu_curve {
                 mont: bool,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe { k::$gathered(device, points, base_idx, scalars, scalar_idx, n, mont, out) }
+                unsafe {
+                    k::$gathered(
+                        device, stream, points, base_idx, scalars, scalar_idx, n, mont, out,
+                    )
+                }
             }
             unsafe fn sum(
                 device: i32,
+                stream: *mut c_void,
                 points: *const c_void,
                 idx: *const u32,
                 n: usize,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe { k::$sum(device, points, idx, n, out) }
+                unsafe { k::$sum(device, stream, points, idx, n, out) }
             }
             fn into_projective(raw: $raw) -> $proj {
                 // SAFETY: sppark's Jacobian points share blst's layout (X, Y, Z in
@@ -118,8 +128,11 @@ gpu_curve!(
 );
 
 /// `sum(points[point_offset + i] * scalars[scalar_offset + i])` for i < n,
-/// all on the device; `point_size` is the bytes of one point.
+/// all on the device, after the work queued on `stream`; `point_size` is the
+/// bytes of one point.
+#[allow(clippy::too_many_arguments)]
 pub fn msm<C: GpuCurve>(
+    stream: &Stream,
     points: &DeviceBuffer,
     point_offset: usize,
     point_size: usize,
@@ -142,6 +155,7 @@ pub fn msm<C: GpuCurve>(
     unsafe {
         C::msm(
             points.device(),
+            stream.raw(),
             base,
             scalars.at::<Fr>(scalar_offset),
             n,
@@ -152,8 +166,9 @@ pub fn msm<C: GpuCurve>(
     Ok(C::into_projective(out))
 }
 
-/// `sum(points[base_idx[k]] * scalars[scalar_idx[k]])` for k < n.
+/// `sum(points[base_idx[k]] * scalars[scalar_idx[k]])` for k < n, gathered on `stream`.
 pub fn msm_gathered<C: GpuCurve>(
+    stream: &Stream,
     points: &DeviceBuffer,
     base_idx: &DeviceBuffer,
     scalars: &DeviceBuffer,
@@ -166,6 +181,7 @@ pub fn msm_gathered<C: GpuCurve>(
     unsafe {
         C::msm_gathered(
             points.device(),
+            stream.raw(),
             points.ptr(),
             base_idx.at(0),
             scalars.at(0),
@@ -178,8 +194,9 @@ pub fn msm_gathered<C: GpuCurve>(
     Ok(C::into_projective(out))
 }
 
-/// `sum(points[idx[k]])` for k < n.
+/// `sum(points[idx[k]])` for k < n, on `stream`.
 pub fn sum<C: GpuCurve>(
+    stream: &Stream,
     points: &DeviceBuffer,
     idx: &DeviceBuffer,
     n: usize,
@@ -189,6 +206,7 @@ pub fn sum<C: GpuCurve>(
     unsafe {
         C::sum(
             points.device(),
+            stream.raw(),
             points.ptr(),
             idx.at(0),
             n,
@@ -198,7 +216,7 @@ pub fn sum<C: GpuCurve>(
     Ok(C::into_projective(out))
 }
 
-/// The Groth16 quotient in place on the device (see `cuzk_quotient`).
+/// The Groth16 quotient in place on the device (see `cuzk_quotient`), queued on `stream`.
 pub fn quotient(
     stream: &Stream,
     a: &DeviceBuffer,

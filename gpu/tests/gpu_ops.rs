@@ -151,9 +151,9 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
     let d_mont = DeviceBuffer::upload(stream, &limbs(s)).unwrap();
     let d_canon = DeviceBuffer::upload(stream, &canonical).unwrap();
     stream.sync().unwrap();
-    let got = ops::msm::<G1>(&d_points, 0, 96, &d_mont, 0, n, true).unwrap();
+    let got = ops::msm::<G1>(stream, &d_points, 0, 96, &d_mont, 0, n, true).unwrap();
     assert_eq!(got, expect, "G1 dense Montgomery {label} n={n}");
-    let got = ops::msm::<G1>(&d_points, 0, 96, &d_canon, 0, n, false).unwrap();
+    let got = ops::msm::<G1>(stream, &d_points, 0, 96, &d_canon, 0, n, false).unwrap();
     assert_eq!(got, expect, "G1 dense canonical {label} n={n}");
     // Gathered: every third term, reversed; and the sum of those bases.
     let idx: Vec<u32> = (0..n as u32).rev().step_by(3).collect();
@@ -165,10 +165,18 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
         scalars: &canonical,
         scalar_idx: &idx,
     });
-    let got =
-        ops::msm_gathered::<G1>(&d_points, &d_idx, &d_canon, &d_idx, idx.len(), false).unwrap();
+    let got = ops::msm_gathered::<G1>(
+        stream,
+        &d_points,
+        &d_idx,
+        &d_canon,
+        &d_idx,
+        idx.len(),
+        false,
+    )
+    .unwrap();
     assert_eq!(got, expect_g, "G1 gathered {label} n={n}");
-    let got = ops::sum::<G1>(&d_points, &d_idx, idx.len()).unwrap();
+    let got = ops::sum::<G1>(stream, &d_points, &d_idx, idx.len()).unwrap();
     assert_eq!(
         got,
         cpu::sum_gathered::<cpu::G1>(g1_raw(bases), &idx),
@@ -211,14 +219,21 @@ fn g2_msms_match_blst() {
             });
             let d_canon = DeviceBuffer::upload(&stream, &canonical).unwrap();
             stream.sync().unwrap();
-            let got = ops::msm::<G2>(&d_points, 0, 192, &d_canon, 0, n, false).unwrap();
+            let got = ops::msm::<G2>(&stream, &d_points, 0, 192, &d_canon, 0, n, false).unwrap();
             assert_eq!(got, expect, "G2 dense {label} n={n}");
             let idx: Vec<u32> = (0..n as u32).step_by(2).collect();
             let d_idx = DeviceBuffer::upload(&stream, &idx).unwrap();
             stream.sync().unwrap();
-            let got =
-                ops::msm_gathered::<G2>(&d_points, &d_idx, &d_canon, &d_idx, idx.len(), false)
-                    .unwrap();
+            let got = ops::msm_gathered::<G2>(
+                &stream,
+                &d_points,
+                &d_idx,
+                &d_canon,
+                &d_idx,
+                idx.len(),
+                false,
+            )
+            .unwrap();
             let expect = cpu::msm::<cpu::G2>(Terms::Gathered {
                 bases: g2_raw(&bases),
                 base_idx: &idx,
@@ -226,7 +241,7 @@ fn g2_msms_match_blst() {
                 scalar_idx: &idx,
             });
             assert_eq!(got, expect, "G2 gathered {label} n={n}");
-            let got = ops::sum::<G2>(&d_points, &d_idx, idx.len()).unwrap();
+            let got = ops::sum::<G2>(&stream, &d_points, &d_idx, idx.len()).unwrap();
             assert_eq!(
                 got,
                 cpu::sum_gathered::<cpu::G2>(g2_raw(&bases), &idx),

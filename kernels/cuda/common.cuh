@@ -26,6 +26,36 @@
 
 #define CUZK_CHECK(expr) CUDA_OK(expr)
 
-static inline cudaStream_t as_stream(void* s) { return reinterpret_cast<cudaStream_t>(s); }
+// A caller's stream (a device lease's): a sppark stream_t of our own, made by
+// cuzk_stream_create, so sppark's NTT runs on it directly.
+static inline stream_t& as_stream_t(void* s) { return *reinterpret_cast<stream_t*>(s); }
+static inline cudaStream_t as_stream(void* s) { return (cudaStream_t)as_stream_t(s); }
+
+// sppark's msm_t runs on the device's shared streams (gpu_t's zero and
+// flip-flop streams), not on the caller's: order them after the work already
+// on the caller's stream. This sharing is why graphs declare a per-device
+// lock around device work that runs MSMs.
+static inline void shared_streams_after(void* ours, const gpu_t& gpu)
+{
+    event_t ev;
+    ev.record(as_stream(ours));
+    for (size_t i = 0; i < gpu_t::FLIP_FLOP; i++)
+        ev.wait(gpu[i]);
+    ev.wait(gpu);
+}
+
+// Scratch device memory ordered on a stream (no device-wide sync to free it).
+template<class T> class stream_buf {
+    T* ptr = nullptr;
+    cudaStream_t s;
+public:
+    stream_buf(size_t n, cudaStream_t stream) : s(stream)
+    {   if (n) CUDA_OK(cudaMallocAsync(&ptr, n * sizeof(T), s));   }
+    ~stream_buf()
+    {   if (ptr) (void)cudaFreeAsync(ptr, s);   }
+    stream_buf(const stream_buf&) = delete;
+    stream_buf& operator=(const stream_buf&) = delete;
+    inline operator T*() const { return ptr; }
+};
 
 #endif

@@ -38,13 +38,13 @@ RustError cuzk_free(int device, void* ptr)
     CUZK_CATCH
 }
 
+// A non-blocking stream, as sppark's stream_t (see as_stream_t).
 RustError cuzk_stream_create(int device, void** out)
 {
     CUZK_TRY
+    *out = nullptr;
     CUZK_CHECK(cudaSetDevice(device));
-    cudaStream_t s;
-    CUZK_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    *out = s;
+    *out = new stream_t(device);
     CUZK_CATCH
 }
 
@@ -52,7 +52,7 @@ RustError cuzk_stream_destroy(int device, void* stream)
 {
     CUZK_TRY
     CUZK_CHECK(cudaSetDevice(device));
-    CUZK_CHECK(cudaStreamDestroy(as_stream(stream)));
+    delete &as_stream_t(stream);
     CUZK_CATCH
 }
 

@@ -46,32 +46,15 @@ public:
     }
 };
 
-// sppark's streams are bound to its gpu_t; ours are raw CUDA streams, so run
-// sppark's launches on the device's stream 0 and order ours around it.
-static void fence(void* ours, const stream_t& theirs, bool ours_first)
-{
-    event_t ev;
-    if (ours_first) {
-        ev.record(as_stream(ours));
-        CUDA_OK(cudaStreamWaitEvent(theirs, ev, 0));
-    } else {
-        ev.record(theirs);
-        CUDA_OK(cudaStreamWaitEvent(as_stream(ours), ev, 0));
-    }
-}
-
 extern "C" {
 
+// On the caller's stream; returns once the work is queued.
 RustError cuzk_quotient(int device, void* stream, fr_t* d_a, fr_t* d_b, fr_t* d_c,
                         uint32_t lg, const fr_t* z_inv)
 {
     CUZK_TRY
-    const gpu_t& gpu = select_gpu(device);
-    gpu.select();
-    stream_t& s = gpu[0];
-    fence(stream, s, true);
-    Quotient::run(s, d_a, d_b, d_c, lg, *z_inv);
-    fence(stream, s, false);
+    select_gpu(device).select();
+    Quotient::run(as_stream_t(stream), d_a, d_b, d_c, lg, *z_inv);
     CUZK_CATCH
 }
 
@@ -79,14 +62,8 @@ RustError cuzk_quotient(int device, void* stream, fr_t* d_a, fr_t* d_b, fr_t* d_
 RustError cuzk_ntt(int device, void* stream, fr_t* d_x, uint32_t lg, bool inverse, bool coset)
 {
     CUZK_TRY
-    const gpu_t& gpu = select_gpu(device);
-    gpu.select();
-    stream_t& s = gpu[0];
-    fence(stream, s, true);
-    Quotient::plain(s, d_x, lg, inverse, coset);
-    fence(stream, s, false);
+    select_gpu(device).select();
+    Quotient::plain(as_stream_t(stream), d_x, lg, inverse, coset);
     CUZK_CATCH
 }
-
-
 }

@@ -6,8 +6,11 @@
 //! returns [`KernelError::NotBuilt`]; nothing here touches a GPU by itself.
 //!
 //! The entry points are split so the caller decides when to allocate and
-//! upload, when to compute and when to download, and on which stream: the
-//! two-lock interlock locks those phases separately.
+//! upload, when to compute and when to download, and on which stream: every
+//! kernel entry point takes the caller's stream (a device lease's). The one
+//! exception is sppark's `msm_t` inside the MSM entry points: it runs on the
+//! device's shared streams, ordered after the caller's stream's work, which
+//! is why graph declarations hold a per-device lock around MSM work.
 
 use std::ffi::{c_char, c_void};
 
@@ -138,18 +141,24 @@ kernels! {
     /// A natural-order NTT of device data (tests).
     fn cuzk_ntt(device: i32, stream: *mut c_void, x: *mut Fr, lg: u32, inverse: bool, coset: bool);
     /// G1: sum(points[i] * scalars[i]); `mont` says whether scalars are in Montgomery form.
-    fn cuzk_g1_msm(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
-    /// G1: the gathered tail MSM over packed significant terms.
-    fn cuzk_g1_msm_gathered(device: i32, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
-    /// G1: sum(points[idx[k]]), by batch addition.
-    fn cuzk_g1_sum(device: i32, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    /// Ordered after the work on `stream`; returns with the result on the host.
+    fn cuzk_g1_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
+    /// G1: the gathered tail MSM over packed significant terms (gathered on `stream`).
+    fn cuzk_g1_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    /// G1: sum(points[idx[k]]), by batch addition on `stream`.
+    fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
     /// sppark's `mult_pippenger` on host points and scalars (benchmark reference).
     fn cuzk_g1_sppark_mult_pippenger(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
-    fn cuzk_g2_msm(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
-    fn cuzk_g2_msm_gathered(device: i32, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
-    fn cuzk_g2_sum(device: i32, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
 }
 
 // Keep the blst dependency linked: sppark's host-side types call into it.
 #[doc(hidden)]
 pub use blst as _blst;
+// Keep sppark linked: where its own build script found nvcc (on PATH, or
+// NVCC) it compiles its device registry (select_gpu, gpu_props, ngpus) into
+// its native library, which is linked only if the crate is used.
+#[doc(hidden)]
+pub use sppark as _sppark;

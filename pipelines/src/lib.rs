@@ -1,307 +1,162 @@
-//! cuzk-pipelines: the interlock variants, each a graph declaration built
-//! from the configuration.
+//! cuzk-pipelines: the interlock variants as declaration files, and the
+//! registry that turns a configuration into the graph the engine runs.
 //!
-//! | variant | GPU section |
+//! Each built-in variant is a TOML file in `pipelines/graphs/`, embedded in
+//! the binary:
+//!
+//! | variant | what it does differently |
 //! |---|---|
-//! | `serial` | one worker per device |
-//! | `single_lock` | `gpu.workers_per_device` workers alternate on one per-device lock (phase 9) |
-//! | `two_lock` | a staging node under a memory lock, then a compute node under a compute lock (phase 10) |
-//! | `throttled` | `single_lock`, and synthesis waits while b_g2_msm runs (phase 11) |
+//! | `serial` | one device job at a time per device: both device nodes hold the device lock, one worker each |
+//! | `single_lock` | several workers per device alternate on one device lock (phase 9); B₂ on the device under it |
+//! | `single_lock_cpu_b2` | single_lock with B₂ on the CPU, after the lock is released (phase 9 as the seeds ran it) |
+//! | `two_lock` | staging under a memory lock, compute under a compute lock (phase 10) |
+//! | `throttled` | single_lock, and synthesis pauses while b_g2_msm runs (phase 11) |
 //!
-//! Adding a variant means adding a function here that declares its graph;
-//! the runtime in `cuzk-engine` does not know which variant it runs.
+//! A user's own graph is a file in the same format (`pipeline.graph`) or a
+//! table in the config (`[pipeline.declare]`); nothing outside this crate
+//! names a node. Device work in every built-in variant runs under a declared
+//! per-device lock: sppark's `msm_t` runs on the device's shared streams,
+//! so a user graph whose device nodes hold no common lock still has its MSMs
+//! serialised on the device.
 
-use cuzk_config::{Config, Variant};
-use cuzk_engine::{GraphSpec, NodeSpec, ResourceKind, SOURCE, Scope};
-use cuzk_stages::names;
+mod decl;
 
-/// CPU pool names the declarations use.
+use std::path::{Path, PathBuf};
+
+use cuzk_config::Config;
+use cuzk_engine::{GraphError, GraphSpec};
+
+pub use decl::{Declaration, EdgeDecl, NodeDecl, ResourceDecl};
+
+/// CPU pool names declarations use.
 pub mod pools {
     /// Circuit synthesis.
     pub const SYNTH: &str = "synth";
     /// NTTs, MSMs and preparation on the CPU.
     pub const GROTH16: &str = "groth16";
-    /// Threads that drive GPUs (they mostly wait on the device).
-    pub const GPU: &str = "gpu";
+    /// The device stages' threads: on the GPU backend, threads that drive
+    /// the devices (they mostly wait on them); on the CPU backend, the
+    /// groth16 pool, which does the device stages' work there.
+    pub const DEVICE: &str = "device";
+    pub const ALL: [&str; 3] = [SYNTH, GROTH16, DEVICE];
 }
 
-/// Resource names the declarations use.
-pub mod resources {
-    pub const GPU_LOCK: &str = "gpu_lock";
-    pub const GPU_MEM_LOCK: &str = "gpu_mem_lock";
-    pub const GPU_COMPUTE_LOCK: &str = "gpu_compute_lock";
-    pub const SYNTH_THROTTLE: &str = "synth_throttle";
+/// The built-in variants: name and declaration text.
+pub const BUILTIN: [(&str, &str); 5] = [
+    ("serial", include_str!("../graphs/serial.toml")),
+    ("single_lock", include_str!("../graphs/single_lock.toml")),
+    (
+        "single_lock_cpu_b2",
+        include_str!("../graphs/single_lock_cpu_b2.toml"),
+    ),
+    ("two_lock", include_str!("../graphs/two_lock.toml")),
+    ("throttled", include_str!("../graphs/throttled.toml")),
+];
+
+/// Names of the built-in variants.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
 }
 
-/// Where the device stages' host work runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DevicePool {
-    /// CPU backend: the device stages compute on the groth16 pool.
-    Cpu,
-    /// GPU backend: dedicated threads that drive the devices.
-    Gpu,
+/// The declaration text of a built-in variant.
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
-impl DevicePool {
-    fn pool(self) -> &'static str {
-        match self {
-            Self::Cpu => pools::GROTH16,
-            Self::Gpu => pools::GPU,
+/// A graph that cannot be had, naming where it came from and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(
+        "config error at `pipeline.variant`: no built-in graph `{name}` (built-in: {known}); or set `pipeline.graph` to a declaration file"
+    )]
+    UnknownVariant { name: String, known: String },
+    #[error("cannot read graph file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: not a graph declaration: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{origin}: {message}")]
+    Declaration { origin: String, message: String },
+    #[error("{origin}: {source}")]
+    Invalid { origin: String, source: GraphError },
+    #[error("config error at `{key}`: graph `{graph}` has no such node (its nodes: {nodes})")]
+    UnknownOverride {
+        key: String,
+        graph: String,
+        nodes: String,
+    },
+}
+
+/// The graph `config` selects: `[pipeline.declare]`, else `pipeline.graph`,
+/// else the built-in `pipeline.variant`; resolved and validated.
+pub fn graph(config: &Config) -> Result<GraphSpec, PipelineError> {
+    if let Some(table) = &config.pipeline.declare {
+        let origin = "`pipeline.declare` in the config";
+        let text = toml::to_string(table).expect("a TOML table serialises");
+        return parse(&text, origin, config);
+    }
+    if let Some(path) = &config.pipeline.graph {
+        return load_file(path, config);
+    }
+    let name = &config.pipeline.variant;
+    let text = builtin(name).ok_or_else(|| PipelineError::UnknownVariant {
+        name: name.clone(),
+        known: builtin_names().join(", "),
+    })?;
+    parse(text, &format!("built-in graph `{name}`"), config)
+}
+
+/// A declaration file, resolved under `config` and validated.
+pub fn load_file(path: &Path, config: &Config) -> Result<GraphSpec, PipelineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PipelineError::Read {
+        path: path.into(),
+        source,
+    })?;
+    parse(&text, &format!("graph file {}", path.display()), config)
+}
+
+/// Declaration text, resolved under `config` and validated: the graph's
+/// shape and resources, and that its stages and pools exist.
+pub fn parse(text: &str, origin: &str, config: &Config) -> Result<GraphSpec, PipelineError> {
+    let spec = Declaration::parse(text, origin)?.resolve(config, origin)?;
+    validate(&spec).map_err(|source| PipelineError::Invalid {
+        origin: origin.into(),
+        source,
+    })?;
+    Ok(spec)
+}
+
+/// Whether `text` is a graph declaration (rather than a config file).
+pub fn is_declaration(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("node"))
+}
+
+/// Validates a graph against the stages and pools cuzk has.
+pub fn validate(spec: &GraphSpec) -> Result<(), GraphError> {
+    spec.validate()?;
+    let known = |names: &[&str]| names.join(", ");
+    for n in &spec.nodes {
+        if !cuzk_stages::names::ALL.contains(&n.stage.as_str()) {
+            return Err(GraphError::UnknownStage {
+                graph: spec.name.clone(),
+                node: n.name.clone(),
+                stage: n.stage.clone(),
+                known: known(&cuzk_stages::names::ALL),
+            });
+        }
+        if !pools::ALL.contains(&n.pool.as_str()) {
+            return Err(GraphError::UnknownPool {
+                graph: spec.name.clone(),
+                node: n.name.clone(),
+                pool: n.pool.clone(),
+                known: known(&pools::ALL),
+            });
         }
     }
-}
-
-/// A configuration that names something the variant does not have.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "config error at `channels.into.{node}`: variant `{variant}` has no node `{node}` (its nodes: {nodes})"
-)]
-pub struct UnknownEdge {
-    pub variant: Variant,
-    pub node: String,
-    pub nodes: String,
-}
-
-struct Builder<'a> {
-    config: &'a Config,
-    spec: GraphSpec,
-    last: String,
-}
-
-impl<'a> Builder<'a> {
-    fn new(config: &'a Config) -> Self {
-        Self {
-            config,
-            spec: GraphSpec::new(config.pipeline.variant.as_str()),
-            last: SOURCE.into(),
-        }
-    }
-
-    /// Appends a node, linked from the previous one by an edge whose
-    /// capacity is `channels.into.<node>` or `channels.default`.
-    fn then(mut self, node: NodeSpec) -> Self {
-        let capacity = self
-            .config
-            .channels
-            .into
-            .get(&node.name)
-            .copied()
-            .unwrap_or(self.config.channels.default);
-        let name = node.name.clone();
-        self.spec = self.spec.edge(&self.last, &name, capacity).node(node);
-        self.last = name;
-        self
-    }
-
-    fn resource(mut self, name: &str, kind: ResourceKind, scope: Scope) -> Self {
-        self.spec = self.spec.resource(name, kind, scope);
-        self
-    }
-
-    fn finish(self) -> Result<GraphSpec, UnknownEdge> {
-        for node in self.config.channels.into.keys() {
-            if self.spec.node_named(node).is_none() {
-                return Err(UnknownEdge {
-                    variant: self.config.pipeline.variant,
-                    node: node.clone(),
-                    nodes: self
-                        .spec
-                        .nodes
-                        .iter()
-                        .map(|n| n.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
-            }
-        }
-        Ok(self.spec)
-    }
-}
-
-fn synth(c: &Config) -> NodeSpec {
-    NodeSpec::new("synth", names::SYNTH, "SYNTH")
-        .workers(c.stages.synth.workers)
-        .pool(pools::SYNTH)
-        .takes_arena()
-}
-
-fn prep(c: &Config) -> NodeSpec {
-    NodeSpec::new("prep_msm", names::PREP_MSM, "PREP")
-        .workers(c.stages.prep_msm.workers)
-        .pool(pools::GROTH16)
-}
-
-fn gpu(workers: usize, device: DevicePool) -> NodeSpec {
-    NodeSpec::new("gpu_ntt_msm", names::GPU_NTT_MSM, "GPU")
-        .workers(workers)
-        .pool(device.pool())
-        .per_device()
-}
-
-fn b_g2(c: &Config) -> NodeSpec {
-    NodeSpec::new("b_g2_msm", names::B_G2_MSM, "B_G2")
-        .workers(c.stages.b_g2_msm.workers)
-        .pool(pools::GROTH16)
-}
-
-fn assemble(c: &Config) -> NodeSpec {
-    NodeSpec::new("assemble", names::ASSEMBLE, "ASSEMBLE")
-        .workers(c.stages.assemble.workers)
-        .pool(pools::GROTH16)
-}
-
-/// `serial`: one GPU worker per device, nothing to lock.
-pub fn serial(c: &Config, device: DevicePool) -> Result<GraphSpec, UnknownEdge> {
-    Builder::new(c)
-        .then(synth(c))
-        .then(prep(c))
-        .then(gpu(1, device))
-        .then(b_g2(c))
-        .then(assemble(c))
-        .finish()
-}
-
-/// `single_lock` (phase 9): several GPU workers per device alternate on one
-/// per-device lock; b_g2_msm is its own node, so it runs after the lock is
-/// released.
-pub fn single_lock(c: &Config, device: DevicePool) -> Result<GraphSpec, UnknownEdge> {
-    Builder::new(c)
-        .resource(resources::GPU_LOCK, ResourceKind::Lock, Scope::PerDevice)
-        .then(synth(c))
-        .then(prep(c))
-        .then(gpu(c.gpu.workers_per_device, device).holds(resources::GPU_LOCK))
-        .then(b_g2(c))
-        .then(assemble(c))
-        .finish()
-}
-
-/// `two_lock` (phase 10): staging (allocation and upload) under a memory
-/// lock and compute under a compute lock, so one partition stages while
-/// another computes on the same device.
-pub fn two_lock(c: &Config, device: DevicePool) -> Result<GraphSpec, UnknownEdge> {
-    let workers = c.gpu.workers_per_device;
-    Builder::new(c)
-        .resource(
-            resources::GPU_MEM_LOCK,
-            ResourceKind::Lock,
-            Scope::PerDevice,
-        )
-        .resource(
-            resources::GPU_COMPUTE_LOCK,
-            ResourceKind::Lock,
-            Scope::PerDevice,
-        )
-        .then(synth(c))
-        .then(prep(c))
-        .then(
-            NodeSpec::new("gpu_stage", names::GPU_STAGE_IN, "GPU_STAGE")
-                .workers(workers)
-                .pool(device.pool())
-                .per_device()
-                .holds(resources::GPU_MEM_LOCK),
-        )
-        .then(
-            NodeSpec::new("gpu_compute", names::GPU_COMPUTE, "GPU")
-                .workers(workers)
-                .pool(device.pool())
-                .per_device()
-                .holds(resources::GPU_COMPUTE_LOCK),
-        )
-        .then(b_g2(c))
-        .then(assemble(c))
-        .finish()
-}
-
-/// `throttled` (phase 11): `single_lock`, plus a gate that b_g2_msm closes
-/// while it runs and synthesis waits on, so the two do not fight over memory
-/// bandwidth.
-pub fn throttled(c: &Config, device: DevicePool) -> Result<GraphSpec, UnknownEdge> {
-    Builder::new(c)
-        .resource(resources::GPU_LOCK, ResourceKind::Lock, Scope::PerDevice)
-        .resource(resources::SYNTH_THROTTLE, ResourceKind::Gate, Scope::Global)
-        .then(synth(c).waits_for(resources::SYNTH_THROTTLE))
-        .then(prep(c))
-        .then(gpu(c.gpu.workers_per_device, device).holds(resources::GPU_LOCK))
-        .then(b_g2(c).holds(resources::SYNTH_THROTTLE))
-        .then(assemble(c))
-        .finish()
-}
-
-/// The graph of the configured variant.
-pub fn graph(c: &Config, device: DevicePool) -> Result<GraphSpec, UnknownEdge> {
-    match c.pipeline.variant {
-        Variant::Serial => serial(c, device),
-        Variant::SingleLock => single_lock(c, device),
-        Variant::TwoLock => two_lock(c, device),
-        Variant::Throttled => throttled(c, device),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(variant: Variant) -> Config {
-        let mut c = Config::default();
-        c.pipeline.variant = variant;
-        c
-    }
-
-    #[test]
-    fn every_variant_declares_a_valid_chain() {
-        for v in Variant::ALL {
-            for d in [DevicePool::Cpu, DevicePool::Gpu] {
-                let g = graph(&config(v), d).unwrap();
-                g.validate().unwrap_or_else(|e| panic!("{v}: {e}"));
-                assert_eq!(g.name, v.as_str());
-                assert_eq!(g.nodes.first().unwrap().name, "synth");
-                assert_eq!(g.nodes.last().unwrap().name, "assemble");
-            }
-        }
-    }
-
-    #[test]
-    fn variants_differ_only_in_their_declarations() {
-        let serial = graph(&config(Variant::Serial), DevicePool::Cpu).unwrap();
-        assert_eq!(serial.node_named("gpu_ntt_msm").unwrap().workers, 1);
-        let single = graph(&config(Variant::SingleLock), DevicePool::Cpu).unwrap();
-        let gpu = single.node_named("gpu_ntt_msm").unwrap();
-        assert_eq!(
-            (gpu.workers, gpu.holds.as_slice()),
-            (2, &["gpu_lock".to_string()][..])
-        );
-        let two = graph(&config(Variant::TwoLock), DevicePool::Cpu).unwrap();
-        assert_eq!(two.node_named("gpu_stage").unwrap().holds, ["gpu_mem_lock"]);
-        assert_eq!(
-            two.node_named("gpu_compute").unwrap().holds,
-            ["gpu_compute_lock"]
-        );
-        let throttled = graph(&config(Variant::Throttled), DevicePool::Cpu).unwrap();
-        assert_eq!(
-            throttled.node_named("synth").unwrap().waits_for,
-            ["synth_throttle"]
-        );
-        assert_eq!(
-            throttled.node_named("b_g2_msm").unwrap().holds,
-            ["synth_throttle"]
-        );
-    }
-
-    #[test]
-    fn channel_capacities_come_from_config_and_typos_are_named() {
-        let mut c = config(Variant::TwoLock);
-        c.channels.default = 3;
-        c.channels.into.insert("gpu_compute".into(), 1);
-        let g = graph(&c, DevicePool::Cpu).unwrap();
-        let cap = |to: &str| g.edges.iter().find(|e| e.to == to).unwrap().capacity;
-        assert_eq!((cap("synth"), cap("gpu_compute")), (3, 1));
-        c.channels.into.insert("gpu_compte".into(), 1);
-        let err = graph(&c, DevicePool::Cpu).unwrap_err().to_string();
-        assert!(
-            err.starts_with(
-                "config error at `channels.into.gpu_compte`: variant `two_lock` has no node"
-            ),
-            "{err}"
-        );
-    }
-}
+mod tests;

@@ -16,7 +16,9 @@ use super::bench::WorkloadArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Configuration files to compare; the first is the baseline.
+    /// Configuration files or graph declaration files to compare; the first
+    /// is the baseline. A declaration runs under `--config` (or the defaults)
+    /// with `pipeline.graph` set to it.
     #[arg(required = true)]
     pub configs: Vec<PathBuf>,
     #[command(flatten)]
@@ -60,15 +62,73 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn bench_once(config: &Path, args: &WorkloadArgs, out: &Path) -> anyhow::Result<BenchReport> {
+/// What one compared file is.
+#[derive(Clone, Debug)]
+pub enum Entry {
+    /// A configuration file.
+    Config(PathBuf),
+    /// A graph declaration, run under the base config.
+    Graph {
+        graph: PathBuf,
+        base: Option<PathBuf>,
+    },
+}
+
+impl Entry {
+    fn read(path: &Path, base: Option<&Path>) -> anyhow::Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(if cuzk::pipelines::is_declaration(&text) {
+            Entry::Graph {
+                graph: path.into(),
+                base: base.map(Path::to_path_buf),
+            }
+        } else {
+            Entry::Config(path.into())
+        })
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Entry::Config(p) | Entry::Graph { graph: p, .. } => p,
+        }
+    }
+
+    /// The effective config: the file's, or the base's with the graph set.
+    fn load(&self) -> anyhow::Result<cuzk::config::Config> {
+        let context = || format!("loading {}", self.path().display());
+        Ok(match self {
+            Entry::Config(p) => cuzk::config::load(Some(p)).with_context(context)?.config,
+            Entry::Graph { graph, base } => {
+                let mut c = cuzk::config::load(base.as_deref())
+                    .with_context(context)?
+                    .config;
+                c.pipeline.graph = Some(graph.clone());
+                c
+            }
+        })
+    }
+
+    fn apply(&self, cmd: &mut Command) {
+        match self {
+            Entry::Config(p) => {
+                cmd.arg("--config").arg(p);
+            }
+            Entry::Graph { graph, base } => {
+                if let Some(b) = base {
+                    cmd.arg("--config").arg(b);
+                }
+                cmd.env("CUZK_PIPELINE__GRAPH", graph);
+            }
+        }
+    }
+}
+
+fn bench_once(entry: &Entry, args: &WorkloadArgs, out: &Path) -> anyhow::Result<BenchReport> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.arg("--config")
-        .arg(config)
-        .arg("bench")
-        .arg("--quiet")
-        .arg("--json")
-        .arg(out);
+    entry.apply(&mut cmd);
+    cmd.arg("bench").arg("--quiet").arg("--json").arg(out);
     cmd.args(["--workload", &args.workload])
         .args(["--log-size", &args.log_size.to_string()])
         .args(["--partitions", &args.partitions.to_string()])
@@ -86,7 +146,7 @@ fn bench_once(config: &Path, args: &WorkloadArgs, out: &Path) -> anyhow::Result<
     anyhow::ensure!(
         output.status.success(),
         "cuzk bench with {} failed:\n{}{}",
-        config.display(),
+        entry.path().display(),
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
@@ -171,32 +231,34 @@ pub fn markdown(rows: &[Row], header: &str) -> String {
     out
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, base: Option<&Path>) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.reps >= 1, "--reps must be at least 1");
     let spec = args.run.spec()?;
-    // Every config must load before anything runs; name the one that does not.
+    // Every entry must load and declare a valid graph before anything runs;
+    // name the one that does not.
     let mut variants = vec![];
+    let mut entries = vec![];
     for path in &args.configs {
-        let loaded = cuzk::config::load(Some(path))
-            .with_context(|| format!("loading {}", path.display()))?;
-        cuzk::pipelines::graph(&loaded.config, cuzk::pipelines::DevicePool::Cpu)
-            .with_context(|| format!("in {}", path.display()))?;
-        variants.push(loaded.config.pipeline.variant.to_string());
+        let entry = Entry::read(path, base)?;
+        let config = entry.load()?;
+        let graph =
+            cuzk::pipelines::graph(&config).with_context(|| format!("in {}", path.display()))?;
+        variants.push(graph.name);
+        entries.push(entry);
     }
     // Generate shared parameters once, before the timed runs.
     let mut run_args = args.run.clone();
     if run_args.params.is_none() {
-        let loaded = cuzk::config::load(Some(&args.configs[0]))?;
-        let (path, _) =
-            cuzk::params::ensure(&loaded.config.srs.cache_dir, spec.workload, spec.log_size)?;
+        let config = entries[0].load()?;
+        let (path, _) = cuzk::params::ensure(&config.srs.cache_dir, spec.workload, spec.log_size)?;
         run_args.params = Some(path);
     }
     let tmp = tempfile::tempdir()?;
     let mut runs: Vec<Vec<BenchReport>> = args.configs.iter().map(|_| vec![]).collect();
     for rep in 0..args.reps {
-        for (i, config) in args.configs.iter().enumerate() {
+        for (i, (entry, config)) in entries.iter().zip(&args.configs).enumerate() {
             let out = tmp.path().join(format!("{rep}-{i}.json"));
-            let report = bench_once(config, &run_args, &out)?;
+            let report = bench_once(entry, &run_args, &out)?;
             eprintln!(
                 "rep {}/{}: {:<28} {:.3} s/proof",
                 rep + 1,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 #[derive(clap::Subcommand)]
 pub enum Action {
     /// Print every key with its effective value and its origin (default,
-    /// file or environment variable), then the graph the variant declares.
+    /// file or environment variable), then the effective graph.
     Show,
 }
 
@@ -15,30 +15,11 @@ pub fn run(file: Option<&Path>, action: Action) -> anyhow::Result<ExitCode> {
         Action::Show => {
             let loaded = super::load_config(file)?;
             print!("{}", loaded.show());
-            let graph = cuzk::pipelines::graph(&loaded.config, cuzk::pipelines::DevicePool::Cpu)?;
-            println!("# graph of variant `{}`:", graph.name);
-            for e in &graph.edges {
-                let node = graph.node_named(&e.to).expect("validated");
-                let mut line = format!(
-                    "#   {} -> {} (capacity {}), {} worker(s){} on pool {}",
-                    e.from,
-                    e.to,
-                    e.capacity,
-                    node.workers,
-                    if node.placement == cuzk::runtime::Placement::PerDevice {
-                        " per device"
-                    } else {
-                        ""
-                    },
-                    node.pool
-                );
-                if !node.holds.is_empty() {
-                    line.push_str(&format!(", holds {}", node.holds.join(", ")));
-                }
-                if !node.waits_for.is_empty() {
-                    line.push_str(&format!(", waits for {}", node.waits_for.join(", ")));
-                }
-                println!("{line}");
+            let graph = cuzk::pipelines::graph(&loaded.config)?;
+            println!("# The graph this config runs, with the config's overrides applied");
+            println!("# (the declaration format of pipelines/graphs/*.toml):");
+            for line in cuzk::pipelines::Declaration::of(&graph).to_toml().lines() {
+                println!("#   {line}");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod config_cmd;
+mod graph;
 mod info;
 mod prove;
 mod setup;
@@ -42,6 +43,11 @@ enum Command {
     Config {
         #[command(subcommand)]
         action: config_cmd::Action,
+    },
+    /// List, check and draw graph declarations (the interlock variants).
+    Graph {
+        #[command(subcommand)]
+        action: graph::Action,
     },
 }
 
@@ -129,10 +135,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Prove(args) => prove::run(load_config(config)?, args),
         Command::Bench(args) => bench::run(load_config(config)?, args),
-        Command::Compare(args) => compare::run(args),
+        Command::Compare(args) => compare::run(args, config),
         Command::Setup(args) => setup::run(args),
         Command::Info => info::run(config),
         Command::Waterfall(args) => waterfall::run(args),
         Command::Config { action } => config_cmd::run(config, action),
+        Command::Graph { action } => graph::run(config, action),
     }
 }

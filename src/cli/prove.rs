@@ -94,7 +94,7 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
         args.log_size,
         args.partitions,
         workload.describe(args.log_size),
-        engine.config().pipeline.variant,
+        engine.graph().name,
         engine.backend().name(),
         engine.backend().reason
     );

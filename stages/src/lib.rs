@@ -33,28 +33,47 @@ pub use partition::PartitionWork;
 pub use srs::{Srs, SrsError, SrsShape};
 pub use workloads::Workload;
 
-/// Stage names graph declarations refer to.
+/// Stage names graph declarations refer to. The device stages (the
+/// `gpu_*` ones and `b_g2_msm`) run on the backend's device: the GPU, or the
+/// CPU on the CPU backend.
 pub mod names {
     pub const SYNTH: &str = "synth";
     pub const PREP_MSM: &str = "prep_msm";
+    /// Device: staging and compute in one step (the quotient by NTTs and the
+    /// H, L, A and B₁ MSMs).
     pub const GPU_NTT_MSM: &str = "gpu_ntt_msm";
-    /// The first half of gpu_ntt_msm: allocate device memory and upload.
+    /// Device: the first half of gpu_ntt_msm, uploading the partition into
+    /// its device lease.
     pub const GPU_STAGE_IN: &str = "gpu_stage_in";
-    /// The second half: run the kernels and download the results.
+    /// Device: the second half, the kernels on the staged lease.
     pub const GPU_COMPUTE: &str = "gpu_compute";
+    /// Device: the B query in G2 (on the GPU, from the partition's device lease).
     pub const B_G2_MSM: &str = "b_g2_msm";
+    /// The B query in G2 on the CPU, from the host arena, whatever the backend.
+    pub const B_G2_MSM_HOST: &str = "b_g2_msm_host";
     pub const ASSEMBLE: &str = "assemble";
+    /// Every stage name.
+    pub const ALL: [&str; 8] = [
+        SYNTH,
+        PREP_MSM,
+        GPU_NTT_MSM,
+        GPU_STAGE_IN,
+        GPU_COMPUTE,
+        B_G2_MSM,
+        B_G2_MSM_HOST,
+        ASSEMBLE,
+    ];
 }
 
-/// Every stage, with the GPU implementation of the device stages.
+/// Every stage, with the GPU implementation of the device stages. Their
+/// device state comes from the graph's device leases, made by
+/// [`gpu::GpuLeases`].
 pub fn gpu_stages(ctx: Arc<gpu::GpuContext>) -> StageRegistry<PartitionWork> {
     let mut r = cpu_stages();
     r.register(names::GPU_NTT_MSM, Arc::new(gpu::GpuNttMsm(ctx.clone())))
         .register(names::GPU_STAGE_IN, Arc::new(gpu::GpuStageIn(ctx.clone())))
-        .register(names::GPU_COMPUTE, Arc::new(gpu::GpuCompute(ctx.clone())));
-    if ctx.b_g2_on_gpu {
-        r.register(names::B_G2_MSM, Arc::new(gpu::GpuBG2Msm));
-    }
+        .register(names::GPU_COMPUTE, Arc::new(gpu::GpuCompute(ctx)))
+        .register(names::B_G2_MSM, Arc::new(gpu::GpuBG2Msm));
     r
 }
 
@@ -67,6 +86,7 @@ pub fn cpu_stages() -> StageRegistry<PartitionWork> {
         .register(names::GPU_STAGE_IN, Arc::new(ntt_msm::CpuStageIn))
         .register(names::GPU_COMPUTE, Arc::new(ntt_msm::CpuNttMsm))
         .register(names::B_G2_MSM, Arc::new(b_g2::CpuBG2Msm))
+        .register(names::B_G2_MSM_HOST, Arc::new(b_g2::CpuBG2Msm))
         .register(names::ASSEMBLE, Arc::new(assemble::Assemble));
     r
 }

@@ -133,8 +133,6 @@ pub struct PartitionWork {
     pub b_g2: Option<G2Projective>,
     /// Set by assemble.
     pub proof: Option<Proof<Bls12>>,
-    /// Device buffers between GPU stages (GPU backend only).
-    pub staged: Option<Box<crate::gpu::Staged>>,
     /// Verify the proof before handing it back.
     pub self_verify: bool,
 }
@@ -151,7 +149,6 @@ impl PartitionWork {
             g1: None,
             b_g2: None,
             proof: None,
-            staged: None,
             self_verify,
         }
     }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use bellperson::groth16::{Parameters, PreparedVerifyingKey, VerifyingKey, prepare_verifying_key};
 use blstrs::{Bls12, G1Affine, G2Affine};
+use cuzk_gpu::cuda::{HostSlice, KernelError};
 use group::UncompressedEncoding;
 use rayon::prelude::*;
 
@@ -76,15 +77,17 @@ pub struct SrsShape {
     pub b_len: usize,
 }
 
-/// Proving and verifying key, decoded into memory.
+/// Proving and verifying key, decoded into memory. The point vectors are
+/// read-only [`HostSlice`]s, so they can be page-locked for streaming to a
+/// device for as long as the SRS lives ([`Srs::pin_host`]).
 pub struct Srs {
     pub vk: VerifyingKey<Bls12>,
     pub pvk: PreparedVerifyingKey<Bls12>,
-    pub h: Vec<G1Affine>,
-    pub l: Vec<G1Affine>,
-    pub a: Vec<G1Affine>,
-    pub b_g1: Vec<G1Affine>,
-    pub b_g2: Vec<G2Affine>,
+    pub h: HostSlice<G1Affine>,
+    pub l: HostSlice<G1Affine>,
+    pub a: HostSlice<G1Affine>,
+    pub b_g1: HostSlice<G1Affine>,
+    pub b_g2: HostSlice<G2Affine>,
     /// Where it was read from, if from a file.
     pub path: Option<PathBuf>,
 }
@@ -162,8 +165,8 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> Vec<T> {
-    std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| (*shared).clone())
+fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> HostSlice<T> {
+    HostSlice::new(std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| (*shared).clone()))
 }
 
 impl Srs {
@@ -216,11 +219,11 @@ impl Srs {
         Ok(Self {
             pvk: prepare_verifying_key(&vk),
             vk,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
+            h: HostSlice::new(h),
+            l: HostSlice::new(l),
+            a: HostSlice::new(a),
+            b_g1: HostSlice::new(b_g1),
+            b_g2: HostSlice::new(b_g2),
             path: Some(path.into()),
         })
     }
@@ -267,6 +270,16 @@ impl Srs {
             a_len: self.a.len(),
             b_len: self.b_g1.len(),
         }
+    }
+
+    /// Page-locks every point vector (once), so streaming them to a device
+    /// is DMA. The registrations live exactly as long as the points.
+    pub fn pin_host(&self) -> Result<(), KernelError> {
+        self.h.pin()?;
+        self.l.pin()?;
+        self.a.pin()?;
+        self.b_g1.pin()?;
+        self.b_g2.pin()
     }
 
     /// Bytes the decoded points take in memory.

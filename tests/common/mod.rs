@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cuzk::config::{Config, Variant};
+use cuzk::config::Config;
 use cuzk::stages::{Srs, Workload};
 
 /// Parameters shared by every test of this binary, generated once per size
@@ -31,9 +31,9 @@ pub fn param_dir() -> PathBuf {
 }
 
 /// A small CPU configuration for tests.
-pub fn config(variant: Variant) -> Config {
+pub fn config(variant: &str) -> Config {
     let mut c = Config::default();
-    c.pipeline.variant = variant;
+    c.pipeline.variant = variant.into();
     c.gpu.backend = cuzk::config::Backend::Cpu;
     c.threads.synthesis = 2;
     c.threads.groth16 = 2;

@@ -1,0 +1,294 @@
+//! Edges: bounded, async, many-producer many-consumer queues that hand out
+//! the highest-priority item first.
+//!
+//! An edge holds at most `capacity` items; a sender finding it full waits,
+//! which is the graph's backpressure. Receivers take the item of the highest
+//! priority level; within a level, the oldest. So that low priorities are not
+//! starved, priorities *age*: an item's effective priority grows by one level
+//! for every `aging` it has waited, and a level whose oldest item has waited
+//! long enough is served before a higher one (ties go to the higher level).
+//! With one priority for every item an edge is a plain FIFO.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+/// Priority levels an edge distinguishes (0 lowest); higher values are clamped.
+pub const LEVELS: usize = 8;
+
+/// How fast waiting items gain priority unless the runtime is told otherwise.
+pub const DEFAULT_AGING: Duration = Duration::from_secs(60);
+
+/// Something an edge can order.
+pub(crate) trait Prioritised {
+    fn priority(&self) -> u8;
+}
+
+struct State<E> {
+    levels: [VecDeque<(Instant, E)>; LEVELS],
+    len: usize,
+    senders: usize,
+    receivers: usize,
+}
+
+impl<E> State<E> {
+    /// The level to serve next: the highest effective priority at `now`.
+    fn best(&self, now: Instant, aging: Duration) -> Option<usize> {
+        let mut best: Option<(usize, f64)> = None;
+        for level in (0..LEVELS).rev() {
+            let Some((since, _)) = self.levels[level].front() else {
+                continue;
+            };
+            let waited = now.saturating_duration_since(*since).as_secs_f64();
+            let effective = level as f64 + waited / aging.as_secs_f64().max(1e-9);
+            if best.is_none_or(|(_, e)| effective > e) {
+                best = Some((level, effective));
+            }
+        }
+        best.map(|(level, _)| level)
+    }
+}
+
+struct Inner<E> {
+    state: Mutex<State<E>>,
+    /// None: unbounded (retry queues, which never hold more than the items in flight).
+    capacity: Option<usize>,
+    aging: Duration,
+    items: Notify,
+    room: Notify,
+}
+
+/// The receiving side; cloning adds a receiver.
+pub(crate) struct Edge<E> {
+    inner: Arc<Inner<E>>,
+}
+
+/// The sending side; cloning adds a sender. The edge closes when every sender
+/// is gone: receivers then drain it and see `None`.
+pub(crate) struct EdgeSender<E> {
+    inner: Arc<Inner<E>>,
+}
+
+fn channel<E>(capacity: Option<usize>, aging: Duration) -> (EdgeSender<E>, Edge<E>) {
+    let inner = Arc::new(Inner {
+        state: Mutex::new(State {
+            levels: Default::default(),
+            len: 0,
+            senders: 1,
+            receivers: 1,
+        }),
+        capacity,
+        aging,
+        items: Notify::new(),
+        room: Notify::new(),
+    });
+    (
+        EdgeSender {
+            inner: inner.clone(),
+        },
+        Edge { inner },
+    )
+}
+
+/// An edge of `capacity` items.
+pub(crate) fn bounded<E>(capacity: usize, aging: Duration) -> (EdgeSender<E>, Edge<E>) {
+    assert!(capacity > 0, "validated: edges hold at least one item");
+    channel(Some(capacity), aging)
+}
+
+/// An edge without a bound.
+pub(crate) fn unbounded<E>(aging: Duration) -> (EdgeSender<E>, Edge<E>) {
+    channel(None, aging)
+}
+
+impl<E: Prioritised> EdgeSender<E> {
+    fn push(&self, state: &mut State<E>, item: E) {
+        let level = usize::from(item.priority()).min(LEVELS - 1);
+        state.levels[level].push_back((Instant::now(), item));
+        state.len += 1;
+        self.inner.items.notify_one();
+    }
+
+    fn has_room(&self, state: &State<E>) -> bool {
+        self.inner.capacity.is_none_or(|c| state.len < c)
+    }
+
+    /// Sends, waiting while the edge is full. Gives the item back if no
+    /// receiver is left.
+    pub(crate) async fn send(&self, item: E) -> Result<(), E> {
+        let mut item = Some(item);
+        loop {
+            let room = self.inner.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut state = self.inner.state.lock().unwrap();
+                if state.receivers == 0 {
+                    return Err(item.take().expect("kept until sent"));
+                }
+                if self.has_room(&state) {
+                    self.push(&mut state, item.take().expect("kept until sent"));
+                    return Ok(());
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// Sends now if there is room; else gives the item back.
+    pub(crate) fn try_send(&self, item: E) -> Result<(), E> {
+        let mut state = self.inner.state.lock().unwrap();
+        if state.receivers == 0 || !self.has_room(&state) {
+            return Err(item);
+        }
+        self.push(&mut state, item);
+        Ok(())
+    }
+
+    /// Waits until the edge has room for one more item (or has no receiver).
+    /// With one sender, a `try_send` right after cannot fail for lack of room.
+    pub(crate) async fn wait_room(&self) {
+        loop {
+            let room = self.inner.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let state = self.inner.state.lock().unwrap();
+                if state.receivers == 0 || self.has_room(&state) {
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+}
+
+impl<E> Edge<E> {
+    /// The next item by (aged) priority; `None` once the edge is empty and
+    /// every sender is gone.
+    pub(crate) async fn recv(&self) -> Option<E> {
+        loop {
+            let items = self.inner.items.notified();
+            tokio::pin!(items);
+            items.as_mut().enable();
+            {
+                let mut state = self.inner.state.lock().unwrap();
+                if let Some(level) = state.best(Instant::now(), self.inner.aging) {
+                    let (_, item) = state.levels[level].pop_front().expect("non-empty level");
+                    state.len -= 1;
+                    drop(state);
+                    self.inner.room.notify_one();
+                    return Some(item);
+                }
+                if state.senders == 0 {
+                    return None;
+                }
+            }
+            items.await;
+        }
+    }
+
+    /// Items waiting now.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.state.lock().unwrap().len
+    }
+}
+
+impl<E> Clone for Edge<E> {
+    fn clone(&self) -> Self {
+        self.inner.state.lock().unwrap().receivers += 1;
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<E> Drop for Edge<E> {
+    fn drop(&mut self) {
+        let mut state = self.inner.state.lock().unwrap();
+        state.receivers -= 1;
+        if state.receivers == 0 {
+            drop(state);
+            // Senders waiting for room learn there is no one left.
+            self.inner.room.notify_waiters();
+        }
+    }
+}
+
+impl<E> Clone for EdgeSender<E> {
+    fn clone(&self) -> Self {
+        self.inner.state.lock().unwrap().senders += 1;
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<E> Drop for EdgeSender<E> {
+    fn drop(&mut self) {
+        let mut state = self.inner.state.lock().unwrap();
+        state.senders -= 1;
+        if state.senders == 0 {
+            drop(state);
+            self.inner.items.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct P(u8, u32);
+    impl Prioritised for P {
+        fn priority(&self) -> u8 {
+            self.0
+        }
+    }
+
+    #[tokio::test]
+    async fn higher_priority_first_fifo_within_a_level() {
+        let (tx, rx) = bounded(8, DEFAULT_AGING);
+        for (p, i) in [(1, 0), (3, 1), (1, 2), (3, 3), (0, 4)] {
+            tx.send(P(p, i)).await.unwrap();
+        }
+        let mut got = vec![];
+        for _ in 0..5 {
+            got.push(rx.recv().await.unwrap().1);
+        }
+        assert_eq!(got, [1, 3, 0, 2, 4]);
+    }
+
+    #[tokio::test]
+    async fn a_full_edge_blocks_its_sender_and_closing_drains() {
+        let (tx, rx) = bounded(2, DEFAULT_AGING);
+        tx.send(P(0, 0)).await.unwrap();
+        tx.send(P(0, 1)).await.unwrap();
+        assert!(tx.try_send(P(0, 2)).is_err(), "full");
+        let tx2 = tx.clone();
+        let blocked = tokio::spawn(async move { tx2.send(P(0, 2)).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!blocked.is_finished(), "a full edge holds its sender");
+        assert_eq!(rx.recv().await.unwrap().1, 0);
+        blocked.await.unwrap().unwrap();
+        drop(tx);
+        assert_eq!(rx.len(), 2);
+        assert_eq!(rx.recv().await.unwrap().1, 1);
+        assert_eq!(rx.recv().await.unwrap().1, 2);
+        assert!(rx.recv().await.is_none(), "closed once drained");
+    }
+
+    #[tokio::test]
+    async fn low_priority_ages_past_high() {
+        let (tx, rx) = bounded(8, Duration::from_millis(10));
+        tx.send(P(0, 0)).await.unwrap();
+        // Waiting 50 ms is five levels of aging: more than the gap to 3.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tx.send(P(3, 1)).await.unwrap();
+        assert_eq!(rx.recv().await.unwrap().1, 0, "the old low item goes first");
+        assert_eq!(rx.recv().await.unwrap().1, 1);
+    }
+}

@@ -1,0 +1,507 @@
+//! One worker of one node: take an item, **acquire** what the node declares
+//! (gates, pooled resources, held resources), **run** the stage on the
+//! node's pool, **settle** the outcome (pass the item on, retry it on
+//! another device, or fail its job).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::edge::Edge;
+use crate::graph::ResourceKind;
+use crate::job::{JobError, PartitionOutput, StageTiming};
+use crate::observer::{DeviceSpan, DropReason, EventKind, NodeRef, Wait};
+use crate::pool::run_on;
+use crate::resource::Held;
+use crate::stage::{Cancelled, DeviceFault, StageContext};
+
+use super::Shared;
+use super::envelope::{EdgeTx, Envelope};
+
+pub(super) struct Worker<T> {
+    pub shared: Arc<Shared<T>>,
+    pub node: usize,
+    pub index: usize,
+    pub device: Option<usize>,
+}
+
+/// Which item a wait is for (without borrowing it across the wait).
+#[derive(Clone, Copy)]
+struct Who {
+    job: crate::job::JobId,
+    partition: usize,
+    device: Option<usize>,
+}
+
+impl Who {
+    fn of<T>(env: &Envelope<T>) -> Self {
+        Self {
+            job: env.job.id,
+            partition: env.partition,
+            device: env.device,
+        }
+    }
+}
+
+/// What a stage run came to.
+enum Ran<T> {
+    Finished {
+        env: Envelope<T>,
+        result: anyhow::Result<()>,
+        notes: Vec<(&'static str, String)>,
+        spans: Vec<DeviceSpan>,
+        elapsed: Duration,
+        /// In the input edge, and waiting after pickup.
+        queued: Duration,
+        waited: Duration,
+    },
+    /// The stage panicked; the envelope unwound with it (its arena and
+    /// leases went back to their pools).
+    Panicked {
+        env_job: Arc<crate::job::JobState<T>>,
+        partition: usize,
+        message: String,
+        elapsed: Duration,
+    },
+}
+
+impl<T: Send + 'static> Worker<T> {
+    fn here(&self, device: Option<usize>) -> NodeRef<'_> {
+        self.shared.node_ref(self.node, Some(self.index), device)
+    }
+
+    pub async fn run(
+        self,
+        input: Edge<Envelope<T>>,
+        retries: Option<Edge<Envelope<T>>>,
+        output: Option<EdgeTx<T>>,
+    ) {
+        loop {
+            // Partitions another device failed come first; the chain's input
+            // closing (shutdown) ends the worker.
+            let next = match &retries {
+                Some(retries) => tokio::select! {
+                    biased;
+                    Some(env) = retries.recv() => Some(env),
+                    r = input.recv() => r,
+                },
+                None => input.recv().await,
+            };
+            let Some(env) = next else { break };
+            let picked = Instant::now();
+            let Some((env, held)) = self.acquire(env, picked).await else {
+                continue;
+            };
+            let ran = self.run_stage(env, picked).await;
+            drop(held);
+            self.settle(ran, output.as_ref()).await;
+        }
+    }
+
+    /// Binds the item to this worker's device and takes what the node
+    /// declares, in order: gates, pooled resources, held resources. `None`
+    /// if the item left the graph instead (its job was cancelled or failed,
+    /// or a pooled resource could not be had).
+    async fn acquire(
+        &self,
+        mut env: Envelope<T>,
+        picked: Instant,
+    ) -> Option<(Envelope<T>, Vec<Held>)> {
+        let shared = &self.shared;
+        let spec = &shared.nodes[self.node].spec;
+        if self.device.is_some() {
+            env.device = self.device;
+        }
+        let (job, partition) = (env.job.id, Some(env.partition));
+        let here = self.here(env.device);
+        shared.observers.emit(
+            job,
+            partition,
+            EventKind::Picked {
+                node: here,
+                queued: picked - env.queued_at,
+            },
+        );
+        if env.job.is_cancelled() {
+            shared.observers.emit(job, partition, dropped(here, &env));
+            return None;
+        }
+        for gate in &spec.waits_for {
+            if shared.resources.is_busy(gate, env.device) {
+                let resources = &shared.resources;
+                self.wait(
+                    Who::of(&env),
+                    Wait::Gate(gate),
+                    resources.wait_open(gate, env.device),
+                )
+                .await;
+            }
+        }
+        for name in &spec.takes {
+            if let Err(e) = self.take(&mut env, name).await {
+                self.fail_before_run(env, e);
+                return None;
+            }
+        }
+        let mut held = Vec::with_capacity(spec.holds.len());
+        for resource in &spec.holds {
+            let hold = shared.resources.hold(resource, env.device);
+            held.push(if shared.resources.is_busy(resource, env.device) {
+                self.wait(Who::of(&env), Wait::Resource(resource), hold)
+                    .await
+            } else {
+                hold.await
+            });
+        }
+        if env.job.is_cancelled() {
+            shared.observers.emit(job, partition, dropped(here, &env));
+            return None;
+        }
+        Some((env, held))
+    }
+
+    /// Runs `fut`, bracketed by wait events for the item `who`.
+    async fn wait<R>(&self, who: Who, wait: Wait<'_>, fut: impl Future<Output = R>) -> R {
+        let (job, partition, here) = (who.job, Some(who.partition), self.here(who.device));
+        let since = Instant::now();
+        self.shared
+            .observers
+            .emit(job, partition, EventKind::WaitStart { node: here, wait });
+        let r = fut.await;
+        self.shared.observers.emit(
+            job,
+            partition,
+            EventKind::WaitEnd {
+                node: here,
+                wait,
+                waited: since.elapsed(),
+            },
+        );
+        r
+    }
+
+    /// Takes one pooled resource unless the item already carries it.
+    async fn take(&self, env: &mut Envelope<T>, name: &str) -> anyhow::Result<()> {
+        let shared = &self.shared;
+        let kind = shared.spec.resource_named(name).map(|r| r.kind);
+        if kind == Some(ResourceKind::Arena) {
+            if env.arena.is_some() {
+                return Ok(());
+            }
+            let pool = shared.arenas.as_ref().expect("resolved at start");
+            let lease = match pool.try_acquire() {
+                Some(lease) => lease,
+                None => self.wait(Who::of(env), Wait::Arena, pool.acquire()).await,
+            };
+            env.arena = Some(lease);
+            return Ok(());
+        }
+        if env.carries_lease(name) {
+            return Ok(());
+        }
+        let device = env
+            .device
+            .expect("validated: leases are taken on per-device nodes");
+        let pool = &shared.leases[name][device];
+        let lease = if pool.is_exhausted() {
+            self.wait(Who::of(env), Wait::Lease(name), pool.acquire())
+                .await
+        } else {
+            pool.acquire().await
+        }?;
+        env.leases.push(lease);
+        Ok(())
+    }
+
+    /// A pooled resource could not be had: the partition fails here as if
+    /// its stage had (a device fault moves it to another device).
+    fn fail_before_run(&self, env: Envelope<T>, error: anyhow::Error) {
+        let shared = &self.shared;
+        let here = self.here(env.device);
+        let message = format!("{error:#}");
+        shared.observers.emit(
+            env.job.id,
+            Some(env.partition),
+            EventKind::StageEnd {
+                node: here,
+                elapsed: Duration::ZERO,
+                error: Some(&message),
+                notes: &[],
+                device_spans: &[],
+            },
+        );
+        self.failed(env, error, &message);
+    }
+
+    /// Runs the stage on the node's CPU pool.
+    async fn run_stage(&self, mut env: Envelope<T>, picked: Instant) -> Ran<T> {
+        let shared = &self.shared;
+        let rt = &shared.nodes[self.node];
+        let waited = picked.elapsed();
+        let queued = picked - env.queued_at;
+        rt.stats
+            .busy
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        shared.observers.emit(
+            env.job.id,
+            Some(env.partition),
+            EventKind::StageStart {
+                node: self.here(env.device),
+            },
+        );
+        let (job, partition) = (env.job.clone(), env.partition);
+        let started = Instant::now();
+        let stage = rt.stage.clone();
+        let node_name: Arc<str> = Arc::from(rt.spec.name.as_str());
+        let worker = self.index;
+        let outcome = run_on(&rt.pool, move || {
+            let Envelope {
+                job,
+                partition,
+                device,
+                arena,
+                leases,
+                item,
+                ..
+            } = &mut env;
+            let mut cx = StageContext::new(
+                job.id,
+                *partition,
+                &node_name,
+                worker,
+                *device,
+                arena.as_mut(),
+                leases,
+                job.cancelled_flag(),
+            );
+            let result = stage.run(
+                item.as_mut().expect("present until the job collects it"),
+                &mut cx,
+            );
+            let (notes, spans) = (
+                std::mem::take(&mut cx.notes),
+                std::mem::take(&mut cx.device_spans),
+            );
+            (env, result, notes, spans)
+        })
+        .await;
+        let elapsed = started.elapsed();
+        rt.stats
+            .busy
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        match outcome {
+            Ok((env, result, notes, spans)) => Ran::Finished {
+                env,
+                result,
+                notes,
+                spans,
+                elapsed,
+                queued,
+                waited,
+            },
+            Err(panic) => Ran::Panicked {
+                env_job: job,
+                partition,
+                message: format!("stage `{}` {panic}", rt.spec.stage),
+                elapsed,
+            },
+        }
+    }
+
+    async fn settle(&self, ran: Ran<T>, output: Option<&EdgeTx<T>>) {
+        let shared = &self.shared;
+        let rt = &shared.nodes[self.node];
+        let stats = &rt.stats;
+        match ran {
+            Ran::Finished {
+                mut env,
+                result: Ok(()),
+                notes,
+                spans,
+                elapsed,
+                queued,
+                waited,
+            } => {
+                stats.done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                shared.observers.emit(
+                    env.job.id,
+                    Some(env.partition),
+                    EventKind::StageEnd {
+                        node: self.here(env.device),
+                        elapsed,
+                        error: None,
+                        notes: &notes,
+                        device_spans: &spans,
+                    },
+                );
+                env.timings.push(StageTiming {
+                    node: Arc::from(rt.spec.name.as_str()),
+                    queued,
+                    waited,
+                    ran: elapsed,
+                    worker: self.index,
+                    device: env.device,
+                    notes,
+                });
+                for name in &rt.spec.releases {
+                    env.release(name, shared.arena_name.as_deref());
+                }
+                forward(shared, self.node, output, env).await;
+            }
+            Ran::Finished {
+                env,
+                result: Err(error),
+                notes,
+                spans,
+                elapsed,
+                ..
+            } => {
+                let message = format!("{error:#}");
+                shared.observers.emit(
+                    env.job.id,
+                    Some(env.partition),
+                    EventKind::StageEnd {
+                        node: self.here(env.device),
+                        elapsed,
+                        error: Some(&message),
+                        notes: &notes,
+                        device_spans: &spans,
+                    },
+                );
+                self.failed(env, error, &message);
+            }
+            Ran::Panicked {
+                env_job,
+                partition,
+                message,
+                elapsed,
+            } => {
+                stats
+                    .failed
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                shared.observers.emit(
+                    env_job.id,
+                    Some(partition),
+                    EventKind::StageEnd {
+                        node: self.here(self.device),
+                        elapsed,
+                        error: Some(&message),
+                        notes: &[],
+                        device_spans: &[],
+                    },
+                );
+                let settled = env_job.fail(JobError::failed(
+                    &rt.spec.name,
+                    partition,
+                    anyhow::anyhow!(message),
+                ));
+                shared.settle(&env_job, settled);
+            }
+        }
+    }
+
+    /// After a failed stage: dropped if its job was cancelled, retried on
+    /// another device after a device fault while devices are left, else the
+    /// job fails.
+    fn failed(&self, mut env: Envelope<T>, error: anyhow::Error, message: &str) {
+        let shared = &self.shared;
+        let rt = &shared.nodes[self.node];
+        let here = self.here(env.device);
+        let (job, partition) = (env.job.id, Some(env.partition));
+        if error.is::<Cancelled>() || env.job.is_cancelled() {
+            shared.observers.emit(job, partition, dropped(here, &env));
+        } else if let Some(fault) = error.downcast_ref::<DeviceFault>()
+            && rt.retry_at.is_some()
+            && env.failed_on.len() + 1 < shared.devices
+        {
+            env.failed_on.push(fault.device);
+            shared.observers.emit(
+                job,
+                partition,
+                EventKind::Retried {
+                    node: here,
+                    error: message,
+                    failed_on: &env.failed_on,
+                },
+            );
+            rt.stats
+                .retried
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            retry(shared, self.node, env);
+        } else {
+            rt.stats
+                .failed
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let state = env.job.clone();
+            let settled = state.fail(JobError::failed(&rt.spec.name, env.partition, error));
+            shared.settle(&state, settled);
+        }
+    }
+}
+
+/// Sends a partition a device failed to another device, at the start of its
+/// run of per-device nodes: the healthy device with the shortest retry queue.
+/// Its device leases stay with the device that failed.
+fn retry<T: Send + 'static>(shared: &Arc<Shared<T>>, node: usize, mut env: Envelope<T>) {
+    let start = &shared.nodes[shared.nodes[node].retry_at.expect("checked by the caller")];
+    let target = (0..shared.devices)
+        .filter(|d| !env.failed_on.contains(d))
+        .min_by_key(|&d| start.retry_rx[d].len())
+        .expect("checked by the caller: a device is left");
+    env.device = None;
+    env.leases.clear();
+    env.queued_at = Instant::now();
+    // Unbounded: never blocks, and holds at most the partitions in flight.
+    if let Err(env) = start.retry_tx[target].try_send(env) {
+        let settled = env.job.fail(JobError::Shutdown);
+        shared.settle(&env.job, settled);
+    }
+}
+
+fn dropped<'a, T>(node: NodeRef<'a>, env: &Envelope<T>) -> EventKind<'a> {
+    let reason = if env.job.is_cancelled() {
+        DropReason::Cancelled
+    } else {
+        DropReason::JobFailed
+    };
+    EventKind::Dropped { node, reason }
+}
+
+/// Passes an item to the next node, or hands it to its job after the last.
+async fn forward<T: Send + 'static>(
+    shared: &Arc<Shared<T>>,
+    node: usize,
+    output: Option<&EdgeTx<T>>,
+    mut env: Envelope<T>,
+) {
+    let job = env.job.clone();
+    match (output, shared.nodes[node].next) {
+        (Some(tx), Some(next)) => {
+            env.queued_at = Instant::now();
+            shared.observers.emit(
+                job.id,
+                Some(env.partition),
+                EventKind::Queued {
+                    node: shared.node_ref(next, None, env.device),
+                },
+            );
+            if tx.send(env).await.is_err() {
+                let settled = job.fail(JobError::Shutdown);
+                shared.settle(&job, settled);
+            }
+        }
+        _ => {
+            let partition = env.partition;
+            let output = PartitionOutput {
+                item: env.item.take().expect("present until collected"),
+                timings: std::mem::take(&mut env.timings),
+            };
+            // The arena and leases go back to their pools here, before the job is told.
+            drop(env);
+            shared
+                .observers
+                .emit(job.id, Some(partition), EventKind::PartitionDone);
+            let settled = job.complete(partition, output);
+            shared.settle(&job, settled);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The device stages on the GPU.
+//!
+//! A partition's device state lives in its **device lease** (a [`GpuSlot`]:
+//! a stream of its own and reusable device buffers), taken and released by
+//! the nodes the graph declares; the stages here only use it:
+//!
+//! - `gpu_stage_in` uploads the partition from its page-locked arena into
+//!   the lease (two_lock holds its memory lock around this);
+//! - `gpu_compute` runs the quotient by NTTs and the H, L, A and B₁ MSMs on
+//!   the lease's buffers;
+//! - `gpu_ntt_msm` does both;
+//! - `b_g2_msm` runs the B query in G2 from the same lease.
+//!
+//! SRS points stay resident on each device when they fit its memory budget;
+//! otherwise they are streamed into the lease for every partition.
+
+mod slot;
+mod stages;
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use blstrs::{G1Affine, G2Affine};
+use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::vram::{Reservation, VramBudget};
+
+use crate::srs::Srs;
+
+pub use slot::{GpuLeases, GpuSlot};
+pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
+
+const G1_BYTES: usize = std::mem::size_of::<G1Affine>();
+const G2_BYTES: usize = std::mem::size_of::<G2Affine>();
+
+/// Values kept for each SRS while it is alive, keyed by the SRS itself.
+struct PerSrs<V>(Vec<(Weak<Srs>, V)>);
+
+impl<V> PerSrs<V> {
+    const fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// The value kept for `srs`, after forgetting those of dropped SRSs.
+    fn get(&mut self, srs: &Arc<Srs>) -> Option<&V> {
+        self.0.retain(|(w, _)| w.strong_count() > 0);
+        self.0
+            .iter()
+            .find(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(srs)))
+            .map(|(_, v)| v)
+    }
+
+    fn insert(&mut self, srs: &Arc<Srs>, value: V) {
+        self.0.push((Arc::downgrade(srs), value));
+    }
+
+    fn remove(&mut self, srs: &Arc<Srs>) -> Option<V> {
+        let i = self
+            .0
+            .iter()
+            .position(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(srs)))?;
+        Some(self.0.swap_remove(i).1)
+    }
+}
+
+/// One (logical) device the engine drives.
+pub struct GpuDevice {
+    /// The CUDA ordinal; several logical devices may share one.
+    pub ordinal: i32,
+    pub vram: Arc<VramBudget>,
+    resident: Mutex<PerSrs<Arc<DeviceSrs>>>,
+}
+
+impl GpuDevice {
+    pub fn new(ordinal: i32, vram_budget: usize) -> Arc<Self> {
+        Arc::new(Self {
+            ordinal,
+            vram: VramBudget::new(ordinal as usize, vram_budget),
+            resident: Mutex::new(PerSrs::new()),
+        })
+    }
+
+    /// Device bytes of the SRSs resident here.
+    pub fn resident_bytes(&self) -> usize {
+        let mut r = self.resident.lock().unwrap();
+        r.0.retain(|(w, _)| w.strong_count() > 0);
+        r.0.iter().map(|(_, d)| d.bytes).sum()
+    }
+
+    /// Forgets the resident copy of `srs` (freed once no partition uses it);
+    /// the bytes it held, if it was resident.
+    pub fn evict(&self, srs: &Arc<Srs>) -> Option<usize> {
+        self.resident.lock().unwrap().remove(srs).map(|d| d.bytes)
+    }
+}
+
+/// What the GPU stages share: the devices and where SRS points live.
+pub struct GpuContext {
+    /// By logical device; logical devices on one GPU share its entry (and so
+    /// its memory budget and resident SRS).
+    pub devices: Vec<Arc<GpuDevice>>,
+    pub srs_resident: bool,
+}
+
+/// SRS points on one device.
+pub struct DeviceSrs {
+    h: DeviceBuffer,
+    l: DeviceBuffer,
+    a: DeviceBuffer,
+    b_g1: DeviceBuffer,
+    b_g2: DeviceBuffer,
+    bytes: usize,
+    _reservation: Reservation,
+}
+
+/// Device bytes an SRS's points take.
+pub fn srs_device_bytes(srs: &Srs) -> usize {
+    (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) * G1_BYTES
+        + srs.b_g2.len() * G2_BYTES
+}
+
+impl DeviceSrs {
+    fn upload(stream: &Stream, srs: &Srs, reservation: Reservation) -> anyhow::Result<Self> {
+        let s = Self {
+            h: DeviceBuffer::upload(stream, &srs.h)?,
+            l: DeviceBuffer::upload(stream, &srs.l)?,
+            a: DeviceBuffer::upload(stream, &srs.a)?,
+            b_g1: DeviceBuffer::upload(stream, &srs.b_g1)?,
+            b_g2: DeviceBuffer::upload(stream, &srs.b_g2)?,
+            bytes: srs_device_bytes(srs),
+            _reservation: reservation,
+        };
+        // Other leases' streams read a resident copy: it must be complete
+        // before any of them is told it exists.
+        stream.sync()?;
+        Ok(s)
+    }
+}
+
+impl GpuContext {
+    pub fn new(devices: Vec<Arc<GpuDevice>>, srs_resident: bool) -> Self {
+        Self {
+            devices,
+            srs_resident,
+        }
+    }
+
+    /// The SRS on `dev`: the resident copy (uploaded on first use) if it fits
+    /// the budget, else a copy streamed in for this partition from
+    /// page-locked host memory.
+    fn srs_on(
+        &self,
+        dev: &GpuDevice,
+        srs: &Arc<Srs>,
+        stream: &Stream,
+    ) -> anyhow::Result<Arc<DeviceSrs>> {
+        let bytes = srs_device_bytes(srs);
+        if self.srs_resident {
+            let mut cache = dev.resident.lock().unwrap();
+            if let Some(d) = cache.get(srs) {
+                return Ok(d.clone());
+            }
+            match dev.vram.reserve(bytes, "the resident SRS") {
+                Ok(reservation) => {
+                    let started = Instant::now();
+                    let d = Arc::new(DeviceSrs::upload(stream, srs, reservation)?);
+                    tracing::info!(
+                        device = dev.ordinal,
+                        bytes,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "SRS resident on the device"
+                    );
+                    cache.insert(srs, d.clone());
+                    return Ok(d);
+                }
+                Err(e) => tracing::warn!("{e}; streaming SRS points for each partition instead"),
+            }
+        }
+        let reservation = dev.vram.reserve(bytes, "streamed SRS points")?;
+        if let Err(e) = srs.pin_host() {
+            // Still correct from pageable memory, only slower.
+            tracing::warn!("page-locking SRS points for streaming failed: {e}");
+        }
+        Ok(Arc::new(DeviceSrs::upload(stream, srs, reservation)?))
+    }
+}
