@@ -10,6 +10,8 @@ for line in sys.stdin:
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and "/deps/" in (m.get("executable") or ""): print(m["executable"])'; }
 mkdir -p .carry
+# nvcc on PATH, as on any GPU host with a toolkit (NVCC, CUDA_HOME and .cuda/ build the same way).
+[ -x .cuda/nvidia/cu13/bin/nvcc ] && export PATH="$PWD/.cuda/nvidia/cu13/bin:$PATH"
 cargo build --release --bin cuzk
 cp target/release/cuzk .carry/
 cp "$(cargo test --release --no-run -p cuzk-gpu --test gpu_ops --message-format=json | exe)" .carry/gpu_ops
@@ -17,7 +19,7 @@ cp "$(cargo test --release --no-run --test gpu_proofs --message-format=json | ex
 cp "$(cargo bench --no-run -p cuzk-gpu --bench msm --message-format=json | exe)" .carry/msm
 cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
 if [ -x .cuda/nvidia/cu13/bin/nvcc ]; then
-  (cd anchors && PATH="$PWD/../.cuda/nvidia/cu13/bin:$PATH" cargo build --release)
+  (cd anchors && cargo build --release)
   cp anchors/target/release/supraseal-bench .carry/
 fi
 strip .carry/*

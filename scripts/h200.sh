@@ -11,9 +11,9 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 export RUST_LOG=warn CUZK_SRS__CACHE_DIR=/tmp/cuzk-params
 params=$CUZK_SRS__CACHE_DIR
-variants="configs/serial.toml configs/single_lock.toml configs/two_lock.toml configs/throttled.toml"
+variants="configs/serial.toml configs/single_lock.toml configs/single_lock_cpu_b2.toml configs/two_lock.toml configs/throttled.toml"
 # The GPU keeps up with more synthesis than the defaults give it on 16 cores.
-gpu_env="CUZK_GPU__BACKEND=gpu CUZK_STAGES__SYNTH__WORKERS=8 CUZK_STAGES__B_G2_MSM__WORKERS=2"
+gpu_env="CUZK_GPU__BACKEND=gpu CUZK_STAGES__SYNTH__WORKERS=8"
 
 setup() { # workload log
   [ -f "$params/$1-k$2.params" ] || { /usr/bin/time -f "setup $1 2^$2: %e s" "$bin/cuzk" setup --workload "$1" --log-size "$2" --out "$params"; }

@@ -189,7 +189,7 @@ impl BenchReport {
         ));
         if let Some(u) = self.gpu_utilisation {
             out.push_str(&format!(
-                "GPU util:   {:.1}% (gpu_ntt_msm busy time / wall, from the timeline)\n",
+                "GPU util:   {:.1}% (device work / wall, from the timeline)\n",
                 u * 100.0
             ));
         }

@@ -86,22 +86,20 @@ pub fn svg(spec: &GraphSpec) -> anyhow::Result<String> {
     let width = x0 + n as f64 * (w + gap) + 20.0;
     let height = y0 + h + 40.0 + spec.resources.len() as f64 * (band_h + 6.0) + 30.0;
     let mut out = String::new();
-    let _ = write!(
+    let _ = writeln!(
         out,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="12">
 <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#2d3436"/></marker></defs>
 <rect width="100%" height="100%" fill="#ffffff"/>
-<text x="10" y="22" font-size="16" font-weight="bold">{}</text><text x="10" y="40" fill="#636e72">{}</text>
-"##,
+<text x="10" y="22" font-size="16" font-weight="bold">{}</text><text x="10" y="40" fill="#636e72">{}</text>"##,
         escape(&spec.name),
         escape(&spec.description)
     );
     let x_of = |pos: usize| x0 + pos as f64 * (w + gap);
     // The source, then each node and the edge into it.
-    let _ = write!(
+    let _ = writeln!(
         out,
-        r##"<circle cx="{:.1}" cy="{:.1}" r="22" fill="#dfe6e9" stroke="#2d3436"/><text x="{:.1}" y="{:.1}" text-anchor="middle">submit</text>
-"##,
+        r##"<circle cx="{:.1}" cy="{:.1}" r="22" fill="#dfe6e9" stroke="#2d3436"/><text x="{:.1}" y="{:.1}" text-anchor="middle">submit</text>"##,
         x0 - gap - 22.0,
         y0 + h / 2.0,
         x0 - gap - 22.0,
@@ -112,15 +110,14 @@ pub fn svg(spec: &GraphSpec) -> anyhow::Result<String> {
         let x = x_of(pos);
         let from_x = if pos == 0 { x0 - gap } else { x - gap };
         let mid = y0 + h / 2.0;
-        let _ = write!(
+        let _ = writeln!(
             out,
             r##"<line x1="{from_x:.1}" y1="{mid:.1}" x2="{:.1}" y2="{mid:.1}" stroke="#2d3436" marker-end="url(#arrow)"/><text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#636e72" font-size="10">cap {}</text>
 <rect x="{x:.1}" y="{y0:.1}" width="{w}" height="{h}" rx="8" fill="{}" fill-opacity="0.18" stroke="{}" stroke-width="2"/>
 <text x="{:.1}" y="{:.1}" font-weight="bold">{}</text>
 <text x="{:.1}" y="{:.1}">{} · {}</text>
 <text x="{:.1}" y="{:.1}">{} · pool {}</text>
-<text x="{:.1}" y="{:.1}" fill="#636e72" font-size="10">event {}</text>
-"##,
+<text x="{:.1}" y="{:.1}" fill="#636e72" font-size="10">event {}</text>"##,
             x - 2.0,
             (from_x + x) / 2.0,
             mid - 6.0,
@@ -153,10 +150,9 @@ pub fn svg(spec: &GraphSpec) -> anyhow::Result<String> {
             ""
         };
         let size = r.size.map(|s| format!(", size {s}")).unwrap_or_default();
-        let _ = write!(
+        let _ = writeln!(
             out,
-            r##"<text x="10" y="{:.1}" font-size="11">{} <tspan fill="#636e72">({}{scope}{size})</tspan></text>
-"##,
+            r##"<text x="10" y="{:.1}" font-size="11">{} <tspan fill="#636e72">({}{scope}{size})</tspan></text>"##,
             y + 15.0,
             escape(&r.name),
             r.kind.as_str()
@@ -180,10 +176,9 @@ pub fn svg(spec: &GraphSpec) -> anyhow::Result<String> {
             } else {
                 "#e17055"
             };
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{band_h}" rx="5" fill="{colour}" fill-opacity="0.35"/><text x="{:.1}" y="{:.1}" font-size="10">taken at {} · released after {}</text>
-"##,
+                r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{band_h}" rx="5" fill="{colour}" fill-opacity="0.35"/><text x="{:.1}" y="{:.1}" font-size="10">taken at {} · released after {}</text>"##,
                 x_of(from) + 6.0,
                 x_of(to) - x_of(from) + w - 12.0,
                 x_of(from) + 12.0,
@@ -202,10 +197,9 @@ pub fn svg(spec: &GraphSpec) -> anyhow::Result<String> {
                     continue;
                 };
                 let fill = if how == "holds" { "#d63031" } else { "#fdcb6e" };
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{band_h}" rx="5" fill="{fill}" fill-opacity="0.45"/><text x="{:.1}" y="{:.1}" font-size="10">{how}</text>
-"##,
+                    r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{band_h}" rx="5" fill="{fill}" fill-opacity="0.45"/><text x="{:.1}" y="{:.1}" font-size="10">{how}</text>"##,
                     x_of(pos) + 6.0,
                     w - 12.0,
                     x_of(pos) + 12.0,

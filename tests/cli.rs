@@ -137,12 +137,22 @@ fn compare_produces_a_row_per_config() {
         "b.toml",
         "[pipeline]\nvariant = \"two_lock\"\n[channels.into]\ngpu_compute = 1\n",
     );
+    // A third variant, written only as a graph file: compared beside the configs.
+    let graph = cuzk::pipelines::builtin("serial")
+        .unwrap()
+        .replace("name = \"serial\"", "name = \"wide_synth\"")
+        .replace(
+            "workers = 2\npool = \"synth\"",
+            "workers = 3\npool = \"synth\"",
+        );
+    let c = write(dir.path(), "wide_synth.toml", &graph);
     let json = dir.path().join("cmp.json");
     let md = dir.path().join("cmp.md");
     let out = cuzk()
         .arg("compare")
         .arg(&a)
         .arg(&b)
+        .arg(&c)
         .args([
             "--log-size",
             "10",
@@ -170,9 +180,10 @@ fn compare_produces_a_row_per_config() {
     let rows: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["variant"], "serial");
     assert_eq!(rows[1]["variant"], "two_lock");
+    assert_eq!(rows[2]["variant"], "wide_synth");
     assert_eq!(rows[0]["ratio"].as_f64(), Some(1.0));
     for r in rows {
         let s = r["s_per_proof"].as_f64().unwrap();
@@ -201,4 +212,47 @@ fn compare_produces_a_row_per_config() {
         md.contains("| serial | serial |") && md.contains("| two_lock | two_lock |"),
         "{md}"
     );
+}
+
+#[test]
+fn graph_check_names_what_is_wrong_and_show_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = cuzk::pipelines::builtin("two_lock")
+        .unwrap()
+        .replace("holds = [\"gpu_mem_lock\"]", "holds = [\"gpu_mem_lok\"]");
+    let bad = write(dir.path(), "mine.toml", &bad);
+    let out = cuzk().args(["graph", "check"]).arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("mine.toml")
+            && stderr.contains("node `gpu_stage` refers to resource `gpu_mem_lok`"),
+        "{stderr}"
+    );
+    let out = cuzk()
+        .args(["graph", "check", "throttled"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("is valid"),
+        "{stdout}"
+    );
+    let svg = dir.path().join("g.svg");
+    let out = cuzk()
+        .args(["graph", "show", "two_lock", "--svg", "-o"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("gpu_compute_lock"),
+        "{svg}"
+    );
+    let out = cuzk()
+        .args(["graph", "show", "serial", "--dot"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"gpu_ntt_msm\" -> \"b_g2_msm\""));
 }

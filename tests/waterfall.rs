@@ -194,3 +194,47 @@ fn a_log_without_events_is_an_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no TIMELINE lines"));
 }
+
+/// The same run from a graph that names its nodes otherwise: device time is
+/// found by the declared role, not by the event prefix.
+#[test]
+fn device_time_is_found_by_role_not_by_name() {
+    let renamed = OURS
+        .replace("GPU_", "ACCEL_")
+        .replace("stage=gpu_ntt_msm", "stage=accel,role=device")
+        .replace("SYNTH_", "WITNESS_")
+        .replace("stage=synth", "stage=witness,role=synth");
+    let w = from_log(&renamed, 0.0);
+    let ours = from_log(OURS, 0.0);
+    let (g, o) = (
+        w.summary.gpu.as_ref().unwrap(),
+        ours.summary.gpu.as_ref().unwrap(),
+    );
+    assert_eq!(
+        (g.busy_ms, g.window_ms, g.gaps.len()),
+        (o.busy_ms, o.window_ms, o.gaps.len())
+    );
+    assert_eq!(
+        g.starved_share, o.starved_share,
+        "queues into device nodes count too"
+    );
+    let accel = w
+        .summary
+        .stages
+        .iter()
+        .find(|s| s.stage == "ACCEL")
+        .unwrap();
+    assert!(accel.device);
+    let witness = w
+        .summary
+        .stages
+        .iter()
+        .find(|s| s.stage == "WITNESS")
+        .unwrap();
+    assert_eq!(witness.role, Some(cuzk_engine::vocab::Role::Synth));
+    let svg = cuzk::waterfall::svg::render(&w.timeline, &w.summary, "renamed");
+    assert!(
+        svg.contains("ACCEL d0"),
+        "the renamed device node keeps its device lane"
+    );
+}

@@ -2,41 +2,68 @@
 //! global or one per device. Interlock variants are built from these.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::graph::{ResourceKind, ResourceSpec, Scope};
 
 /// Closed while any holder runs; waiters start only while it is open.
+///
+/// Exact: a waiter *passes* the open gate and keeps its pass until its stage
+/// has started; a closer first shuts the gate to new passes, then waits for
+/// the passes already given to be used. So no waiter's stage starts while a
+/// holder's runs, and a pass is only ever held for the instant between the
+/// last acquisition and the stage's start (never while waiting for anything).
 #[derive(Default)]
 pub struct Gate {
-    closers: AtomicUsize,
-    opened: Notify,
+    state: Mutex<GateState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct GateState {
+    closers: usize,
+    passing: usize,
 }
 
 impl Gate {
-    fn close(self: &Arc<Self>) -> GateGuard {
-        self.closers.fetch_add(1, Ordering::SeqCst);
-        GateGuard(self.clone())
-    }
-
-    async fn wait_open(&self) {
+    async fn until(&self, mut f: impl FnMut(&mut GateState) -> bool) {
         loop {
-            let opened = self.opened.notified();
-            tokio::pin!(opened);
-            opened.as_mut().enable();
-            if self.closers.load(Ordering::SeqCst) == 0 {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if f(&mut self.state.lock().unwrap()) {
                 return;
             }
-            opened.await;
+            changed.await;
         }
+    }
+
+    /// Closes the gate once the passes already given are used.
+    async fn close(self: &Arc<Self>) -> GateGuard {
+        self.state.lock().unwrap().closers += 1;
+        let guard = GateGuard(self.clone());
+        self.until(|s| s.passing == 0).await;
+        guard
+    }
+
+    /// Waits until the gate is open and passes it.
+    async fn pass(self: &Arc<Self>) -> GatePass {
+        self.until(|s| {
+            let open = s.closers == 0;
+            if open {
+                s.passing += 1;
+            }
+            open
+        })
+        .await;
+        GatePass(self.clone())
     }
 
     /// How many holders currently keep the gate closed.
     pub fn closers(&self) -> usize {
-        self.closers.load(Ordering::SeqCst)
+        self.state.lock().unwrap().closers
     }
 }
 
@@ -44,8 +71,26 @@ pub(crate) struct GateGuard(Arc<Gate>);
 
 impl Drop for GateGuard {
     fn drop(&mut self) {
-        if self.0.closers.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.opened.notify_waiters();
+        let mut s = self.0.state.lock().unwrap();
+        s.closers -= 1;
+        if s.closers == 0 {
+            drop(s);
+            self.0.changed.notify_waiters();
+        }
+    }
+}
+
+/// Leave to start past an open gate; drop it once the stage has started.
+#[must_use = "the gate stays shut to closers until the pass is dropped"]
+pub(crate) struct GatePass(Arc<Gate>);
+
+impl Drop for GatePass {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock().unwrap();
+        s.passing -= 1;
+        if s.passing == 0 {
+            drop(s);
+            self.0.changed.notify_waiters();
         }
     }
 }
@@ -118,7 +163,7 @@ impl Resources {
                     .await
                     .expect("resource semaphores are never closed"),
             ),
-            Instance::Gate(g) => Held::Gate(g.close()),
+            Instance::Gate(g) => Held::Gate(g.close().await),
         }
     }
 
@@ -130,10 +175,11 @@ impl Resources {
         }
     }
 
-    /// Waits until a gate is open.
-    pub(crate) async fn wait_open(&self, name: &str, device: Option<usize>) {
-        if let Instance::Gate(g) = self.instance(name, device) {
-            g.wait_open().await;
+    /// Waits until a gate is open and passes it.
+    pub(crate) async fn pass(&self, name: &str, device: Option<usize>) -> GatePass {
+        match self.instance(name, device) {
+            Instance::Gate(g) => g.pass().await,
+            Instance::Semaphore(_) => unreachable!("validated: nodes wait only for gates"),
         }
     }
 }
@@ -149,13 +195,33 @@ mod tests {
         let held = r.hold("g", None).await;
         assert!(r.is_busy("g", None));
         let r2 = r.clone();
-        let waiter = tokio::spawn(async move { r2.wait_open("g", None).await });
+        let waiter = tokio::spawn(async move {
+            let _pass = r2.pass("g", None).await;
+        });
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiter.is_finished(), "a closed gate holds waiters");
         drop(held);
         tokio::time::timeout(Duration::from_secs(5), waiter)
             .await
             .expect("opening the gate wakes waiters")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_closer_waits_for_passes_already_given() {
+        let r = Arc::new(Resources::new(&[ResourceSpec::gate("g")], 1));
+        let pass = r.pass("g", None).await;
+        let r2 = r.clone();
+        let closer = tokio::spawn(async move {
+            let _held = r2.hold("g", None).await;
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!closer.is_finished(), "a pass in use keeps the closer out");
+        assert!(r.is_busy("g", None), "but no new pass is given meanwhile");
+        drop(pass);
+        tokio::time::timeout(Duration::from_secs(5), closer)
+            .await
+            .expect("the closer goes once the pass is used")
             .unwrap();
     }
 

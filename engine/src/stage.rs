@@ -55,6 +55,7 @@ pub struct StageContext<'a> {
 pub struct Cancelled;
 
 impl<'a> StageContext<'a> {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         job: JobId,
         partition: usize,

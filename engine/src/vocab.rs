@@ -80,6 +80,8 @@ pub mod suffix {
     /// For a stage that times its own device work: `<PREFIX>_HOST_START/END`
     /// bound the whole stage, `<PREFIX>_START/END` each device span.
     pub const HOST: &str = "_HOST";
+    /// Ends the name of every wait (`ARENA_WAIT`, `LOCK_WAIT`, ...).
+    pub const WAIT: &str = "_WAIT";
 }
 
 /// Keys of the `key=value` detail.

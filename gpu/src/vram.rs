@@ -14,7 +14,7 @@ pub struct VramBudget {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "device {device} needs {need} more bytes for {what} but only {free} of its {limit}-byte budget are free (raise `gpu.vram_budget` or lower `gpu.workers_per_device`)"
+    "device {device} needs {need} more bytes for {what} but only {free} of its {limit}-byte budget are free (raise `gpu.vram_budget`, or give the device lease resource a smaller `size`)"
 )]
 pub struct VramError {
     pub device: usize,

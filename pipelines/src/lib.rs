@@ -80,7 +80,10 @@ pub enum PipelineError {
     #[error("{origin}: {message}")]
     Declaration { origin: String, message: String },
     #[error("{origin}: {source}")]
-    Invalid { origin: String, source: GraphError },
+    Invalid {
+        origin: String,
+        source: Box<GraphError>,
+    },
     #[error("config error at `{key}`: graph `{graph}` has no such node (its nodes: {nodes})")]
     UnknownOverride {
         key: String,
@@ -123,7 +126,7 @@ pub fn parse(text: &str, origin: &str, config: &Config) -> Result<GraphSpec, Pip
     let spec = Declaration::parse(text, origin)?.resolve(config, origin)?;
     validate(&spec).map_err(|source| PipelineError::Invalid {
         origin: origin.into(),
-        source,
+        source: Box::new(source),
     })?;
     Ok(spec)
 }

@@ -1,10 +1,11 @@
 //! The numbers the seeds computed by hand from TIMELINE logs:
 //!
-//! - **GPU utilisation**: the union of `GPU_START..GPU_END` intervals over
-//!   the wall time (first to last event of the log), and over the GPU's own
-//!   window (its first start to its last end);
-//! - **idle gaps**: the holes between merged GPU intervals, and how much of
-//!   that idle time had no partition waiting in the GPU queue (starvation);
+//! - **GPU utilisation**: the union of the device work of every node whose
+//!   declared role is `device` (its device spans where the stage reports
+//!   them) over the wall time (first to last event of the log), and over the
+//!   device's own window (its first start to its last end);
+//! - **idle gaps**: the holes between merged device intervals, and how much
+//!   of that idle time had no partition waiting for a device node (starvation);
 //! - **per-stage p50/p95** and their **inflation**: p50 over the median
 //!   duration of the stage's runs at the lowest load seen (load = stage runs
 //!   in progress at a run's midpoint, itself included);
@@ -12,7 +13,9 @@
 
 use serde::Serialize;
 
-use super::model::{Bar, GPU, Timeline, merge};
+use cuzk_engine::vocab::{Role, event, suffix};
+
+use super::model::{Bar, Timeline, merge};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Gap {
@@ -42,6 +45,10 @@ pub struct GpuSummary {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StageStats {
     pub stage: String,
+    /// The role its node declared, if the log says.
+    pub role: Option<Role>,
+    /// Device work (what GPU utilisation counts).
+    pub device: bool,
     pub count: usize,
     /// Distinct workers seen running it.
     pub workers: usize,
@@ -74,7 +81,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn is_wait(kind: &str) -> bool {
-    kind.ends_with("_WAIT")
+    kind.ends_with(suffix::WAIT)
 }
 
 /// Stage runs in progress at `at`.
@@ -119,6 +126,8 @@ fn stage_stats(t: &Timeline) -> Vec<StageStats> {
             workers.dedup();
             StageStats {
                 stage: kind.to_string(),
+                role: mine[0].role,
+                device: mine[0].is_device_work(),
                 count: d.len(),
                 workers: workers.len(),
                 mean_ms: d.iter().sum::<f64>() / d.len().max(1) as f64,
@@ -136,7 +145,7 @@ fn gpu_summary(t: &Timeline, wall: f64, min_gap_ms: f64) -> Option<GpuSummary> {
     let busy = merge(
         t.bars
             .iter()
-            .filter(|b| b.kind == GPU)
+            .filter(|b| b.is_device_work())
             .map(|b| (b.start, b.end))
             .collect(),
     );
@@ -156,7 +165,7 @@ fn gpu_summary(t: &Timeline, wall: f64, min_gap_ms: f64) -> Option<GpuSummary> {
     let waiting = merge(
         t.queues
             .iter()
-            .filter(|q| q.kind == GPU)
+            .filter(|q| q.for_device())
             .map(|q| (q.start, q.end))
             .collect(),
     );
@@ -172,7 +181,7 @@ fn gpu_summary(t: &Timeline, wall: f64, min_gap_ms: f64) -> Option<GpuSummary> {
     let queue: Vec<f64> = t
         .queues
         .iter()
-        .filter(|q| q.kind == GPU)
+        .filter(|q| q.for_device())
         .map(|q| q.end - q.start)
         .collect();
     let window = last - first;
@@ -205,7 +214,7 @@ pub fn analyze(t: &Timeline, min_gap_ms: f64) -> Summary {
     let lock_wait_total_ms = t
         .bars
         .iter()
-        .filter(|b| b.kind == "LOCK_WAIT")
+        .filter(|b| b.kind == event::LOCK_WAIT)
         .map(Bar::duration)
         .sum();
     let (verdict, evidence) = verdict(gpu.as_ref(), &stages, lock_wait_total_ms);
@@ -241,17 +250,23 @@ fn verdict(
     let Some(g) = gpu else {
         return (
             "no verdict".into(),
-            vec!["the log has no GPU_START/GPU_END events to measure the GPU by".into()],
+            vec![
+                "the log has no device work (no node with role=device) to measure the GPU by"
+                    .into(),
+            ],
         );
     };
-    let stage = |k: &str| stages.iter().find(|s| s.stage == k);
+    // Device time per partition: every device stage's mean (GPU compute and B in G2).
+    let device_ms: f64 = stages.iter().filter(|s| s.device).map(|s| s.mean_ms).sum();
+    let on_device =
+        |s: &StageStats| s.role.is_some_and(Role::on_device) || s.stage.starts_with("GPU");
     let inflated: Vec<&StageStats> = stages
         .iter()
         .filter(|s| {
             s.inflation >= INFLATED
                 && s.p50_ms - s.baseline_ms >= SIGNIFICANT_MS
                 && s.count >= 3
-                && !s.stage.ends_with("_HOST")
+                && !s.stage.ends_with(suffix::HOST)
         })
         .collect();
     let inflation_note = || {
@@ -277,7 +292,7 @@ fn verdict(
             ));
         }
         evidence.extend(inflation_note());
-        let kind = if inflated.iter().any(|s| s.stage == GPU) {
+        let kind = if inflated.iter().any(|s| s.device) {
             "GPU-bound, with contention slowing the GPU stage"
         } else {
             "GPU-bound"
@@ -293,9 +308,7 @@ fn verdict(
     // Upstream stages whose workers are nearly always busy hold the GPU back.
     let saturated: Vec<&StageStats> = stages
         .iter()
-        .filter(|s| {
-            !s.stage.starts_with("GPU") && !s.stage.ends_with("_HOST") && s.occupancy >= SATURATED
-        })
+        .filter(|s| !on_device(s) && !s.stage.ends_with(suffix::HOST) && s.occupancy >= SATURATED)
         .collect();
     if g.starved_share >= STARVED {
         for s in &saturated {
@@ -316,17 +329,17 @@ fn verdict(
         // The upstream stage with the least capacity (workers per second of work).
         let slowest = stages
             .iter()
-            .filter(|s| s.stage != GPU && !s.stage.starts_with("GPU") && !s.stage.contains("WAIT"))
+            .filter(|s| !on_device(s) && !s.stage.ends_with(suffix::WAIT))
             .min_by(|a, b| {
                 let cap = |s: &StageStats| s.workers.max(1) as f64 / s.mean_ms.max(1e-9);
                 cap(a).partial_cmp(&cap(b)).expect("finite")
             });
-        if let (Some(s), Some(gpu)) = (slowest, stage(GPU)) {
+        if let Some(s) = slowest {
             evidence.push(format!(
                 "{} takes {:.0} ms per partition on {} worker(s), against {:.0} ms on the GPU",
-                s.stage, s.mean_ms, s.workers, gpu.mean_ms
+                s.stage, s.mean_ms, s.workers, device_ms
             ));
-            let name = if s.stage == "SYNTH" {
+            let name = if s.role == Some(Role::Synth) || s.stage == "SYNTH" {
                 "synthesis".to_string()
             } else {
                 s.stage.to_lowercase()

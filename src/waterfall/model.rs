@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use cuzk_engine::vocab::{Role, key, suffix};
+
 use super::parse::Record;
 
 /// One stage run (or wait) of one partition.
@@ -17,13 +19,43 @@ pub struct Bar {
     pub device: Option<String>,
     /// A device span's label, or the lock or gate waited for.
     pub label: Option<String>,
+    /// The node's declared role (`role=` in the detail), if the log has it.
+    pub role: Option<Role>,
     pub start: f64,
     pub end: f64,
 }
 
+/// The event prefix the seeds' logs (which carry no roles) use for device work.
+const LEGACY_DEVICE: &str = "GPU";
+const LEGACY_SYNTH: &str = "SYNTH";
+
 impl Bar {
     pub fn duration(&self) -> f64 {
         self.end - self.start
+    }
+
+    /// Device work: a device-role node's stage (its device spans, for a
+    /// stage that reports them separately from its host time).
+    pub fn is_device_work(&self) -> bool {
+        match self.role {
+            Some(r) => r == Role::Device && !self.kind.ends_with(suffix::HOST),
+            None => self.kind == LEGACY_DEVICE,
+        }
+    }
+
+    /// On a device lane: device work, transfers, and device stages' host time.
+    pub fn on_device(&self) -> bool {
+        match self.role {
+            Some(r) => r.on_device() && !self.kind.ends_with(suffix::WAIT),
+            None => self.kind.starts_with(LEGACY_DEVICE),
+        }
+    }
+
+    pub fn is_synth(&self) -> bool {
+        match self.role {
+            Some(r) => r == Role::Synth && !self.kind.ends_with(suffix::WAIT),
+            None => self.kind == LEGACY_SYNTH,
+        }
     }
 }
 
@@ -31,8 +63,19 @@ impl Bar {
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueWait {
     pub kind: String,
+    pub role: Option<Role>,
     pub start: f64,
     pub end: f64,
+}
+
+impl QueueWait {
+    /// Waiting for a node that does device work.
+    pub fn for_device(&self) -> bool {
+        match self.role {
+            Some(r) => r == Role::Device,
+            None => self.kind == LEGACY_DEVICE,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,16 +100,18 @@ pub struct Timeline {
     pub events: usize,
 }
 
-/// The device-work bar kind GPU utilisation is computed from.
-pub const GPU: &str = "GPU";
+fn role(r: &Record) -> Option<Role> {
+    r.get(key::ROLE).and_then(Role::parse)
+}
 
 type Key = (String, String, Option<String>, Option<String>);
 
 fn key(base: &str, r: &Record) -> Key {
     let label = r
-        .get("span")
-        .or_else(|| r.get("lock"))
-        .or_else(|| r.get("gate"))
+        .get(key::SPAN)
+        .or_else(|| r.get(key::LOCK))
+        .or_else(|| r.get(key::GATE))
+        .or_else(|| r.get(key::POOL))
         .map(str::to_string);
     (
         base.to_string(),
@@ -98,14 +143,14 @@ pub fn build(records: &[Record]) -> Timeline {
             });
             mark.last = r.t_ms;
             match r.event.as_str() {
-                "JOB_SUBMIT" => mark.submit = Some(r.t_ms),
-                "JOB_END" => mark.end = Some(r.t_ms),
+                cuzk_engine::vocab::event::JOB_SUBMIT => mark.submit = Some(r.t_ms),
+                cuzk_engine::vocab::event::JOB_END => mark.end = Some(r.t_ms),
                 _ => {}
             }
         }
-        if let Some(base) = r.event.strip_suffix("_START") {
+        if let Some(base) = r.event.strip_suffix(suffix::START) {
             open.entry(key(base, r)).or_default().push_back(r);
-        } else if let Some(base) = r.event.strip_suffix("_END") {
+        } else if let Some(base) = r.event.strip_suffix(suffix::END) {
             if let Some(start) = open.get_mut(&key(base, r)).and_then(VecDeque::pop_front) {
                 t.bars.push(Bar {
                     kind: base.to_string(),
@@ -114,17 +159,19 @@ pub fn build(records: &[Record]) -> Timeline {
                     worker: start.worker().or(r.worker()).map(str::to_string),
                     device: start.device().or(r.device()).map(str::to_string),
                     label: key(base, r).3,
+                    role: role(start).or_else(|| role(r)),
                     start: start.t_ms,
                     end: r.t_ms.max(start.t_ms),
                 });
             }
-        } else if let Some(base) = r.event.strip_suffix("_QUEUE") {
+        } else if let Some(base) = r.event.strip_suffix(suffix::QUEUE) {
             queued.entry(key(base, r)).or_default().push_back(r.t_ms);
-        } else if let Some(base) = r.event.strip_suffix("_PICKUP")
+        } else if let Some(base) = r.event.strip_suffix(suffix::PICKUP)
             && let Some(start) = queued.get_mut(&key(base, r)).and_then(VecDeque::pop_front)
         {
             t.queues.push(QueueWait {
                 kind: base.to_string(),
+                role: role(r),
                 start,
                 end: r.t_ms,
             });
@@ -177,6 +224,7 @@ TIMELINE,7,JOB_END,1,ok=true
             t.queues,
             [QueueWait {
                 kind: "GPU".into(),
+                role: None,
                 start: 1.0,
                 end: 2.0
             }]

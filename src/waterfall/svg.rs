@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::analyze::Summary;
-use super::model::{Bar, GPU, Timeline, merge};
+use super::model::{Bar, Timeline, merge};
 
 const WIDTH: f64 = 1400.0;
 const LEFT: f64 = 170.0;
@@ -17,15 +17,17 @@ const LANE: f64 = 20.0;
 const BAR: f64 = 14.0;
 
 /// Stages in pipeline order, with their colours.
-const KINDS: [(&str, &str); 10] = [
+const KINDS: [(&str, &str); 12] = [
     ("SYNTH", "#4e79a7"),
     ("PREP", "#f28e2b"),
     ("GPU_STAGE", "#ff9da7"),
     ("GPU_HOST", "#f1a7a9"),
     ("GPU", "#e15759"),
+    ("B_G2_HOST", "#a9d6d3"),
     ("B_G2", "#76b7b2"),
     ("ASSEMBLE", "#59a14f"),
     ("ARENA_WAIT", "#bab0ac"),
+    ("LEASE_WAIT", "#d4a6c8"),
     ("GATE_WAIT", "#9c755f"),
     ("LOCK_WAIT", "#b07aa1"),
 ];
@@ -64,10 +66,14 @@ fn lanes(bars: &[Bar]) -> (Vec<String>, Vec<usize>) {
         .iter()
         .map(|b| {
             let mut name = b.kind.clone();
-            if let Some(l) = b.label.as_ref().filter(|_| b.kind.ends_with("_WAIT")) {
+            if let Some(l) = b
+                .label
+                .as_ref()
+                .filter(|_| b.kind.ends_with(cuzk_engine::vocab::suffix::WAIT))
+            {
                 name = format!("{name} {l}");
             }
-            if let Some(d) = b.device.as_ref().filter(|_| b.kind.starts_with("GPU")) {
+            if let Some(d) = b.device.as_ref().filter(|_| b.on_device()) {
                 name = format!("{name} d{d}");
             }
             if let Some(w) = &b.worker {
@@ -126,7 +132,7 @@ pub fn render(t: &Timeline, summary: &Summary, title: &str) -> String {
     let gpu_busy = merge(
         t.bars
             .iter()
-            .filter(|b| b.kind == GPU)
+            .filter(|b| b.is_device_work())
             .map(|b| (b.start, b.end))
             .collect(),
     );
@@ -307,7 +313,7 @@ pub fn render(t: &Timeline, summary: &Summary, title: &str) -> String {
             bar.start / 1e3,
             bar.end / 1e3
         );
-        let wait = bar.kind.ends_with("_WAIT");
+        let wait = bar.kind.ends_with(cuzk_engine::vocab::suffix::WAIT);
         let _ = writeln!(
             s,
             r##"<rect x="{xa:.1}" y="{y:.1}" width="{w:.1}" height="{BAR}" fill="{c}" fill-opacity="{}" stroke="#ffffff" stroke-width="0.5"><title>{}</title></rect>"##,

@@ -218,8 +218,12 @@ impl GraphSpec {
         Ok(())
     }
 
-    /// The edges form one chain from the source through every node.
-    fn validate_edges(&self) -> Result<Chain, GraphError> {
+    /// Each node's outgoing edges (to, capacity), its number of incoming
+    /// edges, and the edges from the source; checks capacities and names.
+    #[allow(clippy::type_complexity)]
+    fn edge_lists(
+        &self,
+    ) -> Result<(Vec<Vec<(usize, usize)>>, Vec<usize>, Vec<(usize, usize)>), GraphError> {
         let graph = || self.graph();
         let index: HashMap<&str, usize> = self
             .nodes
@@ -257,6 +261,13 @@ impl GraphSpec {
                 outgoing[lookup(&e.from)?].push((to, e.capacity));
             }
         }
+        Ok((outgoing, incoming, entries))
+    }
+
+    /// The edges form one chain from the source through every node.
+    fn validate_edges(&self) -> Result<Chain, GraphError> {
+        let graph = || self.graph();
+        let (outgoing, incoming, entries) = self.edge_lists()?;
         if let Some(node) = find_cycle(&outgoing) {
             return Err(GraphError::Cycle {
                 graph: graph(),

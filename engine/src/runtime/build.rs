@@ -175,11 +175,7 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             .zip(stages)
             .enumerate()
             .map(|(i, (spec, (stage, pool)))| {
-                let pos = chain
-                    .order
-                    .iter()
-                    .position(|&n| n == i)
-                    .expect("validated: reachable");
+                let pos = chain.order.iter().position(|&n| n == i);
                 let (retry_tx, retry_rx) = if retry_at[i] == Some(i) {
                     (0..self.devices)
                         .map(|_| edge::unbounded(self.aging))
@@ -192,7 +188,7 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                     stage,
                     pool,
                     inputs: rx[i].clone(),
-                    next: chain.order.get(pos + 1).copied(),
+                    next: pos.and_then(|p| chain.order.get(p + 1).copied()),
                     retry_at: retry_at[i],
                     retry_tx,
                     retry_rx,
@@ -200,7 +196,6 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                 }
             })
             .collect();
-        let source = Arc::new(Source::new(self.aging));
         let shared = Arc::new(Shared {
             resources: Resources::new(&self.spec.resources, self.devices),
             arena_name: self.spec.arena().map(|r| r.name.clone()),
@@ -213,64 +208,13 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             devices: self.devices,
             live_items: Arc::new(AtomicUsize::new(0)),
             jobs_running: AtomicUsize::new(0),
-            source: source.clone(),
+            source: Arc::new(Source::new(self.aging)),
         });
-
-        let mut tasks = Vec::new();
-        for (i, node) in shared.nodes.iter().enumerate() {
-            let devices: Vec<Option<usize>> = match node.spec.placement {
-                Placement::PerDevice => (0..shared.devices).map(Some).collect(),
-                Placement::Shared => vec![None],
-            };
-            let mut worker_index = 0;
-            for device in devices {
-                let input = match (&node.inputs[..], device) {
-                    ([one], _) => one.clone(),
-                    (many, Some(d)) => many[d].clone(),
-                    (_, None) => unreachable!("only per-device nodes have per-device inputs"),
-                };
-                for _ in 0..node.spec.workers {
-                    let output = node
-                        .next
-                        .map(|next| tx[next].clone().expect("every node has an input edge"));
-                    let retries = device.and_then(|d| node.retry_rx.get(d).cloned());
-                    let w = worker::Worker {
-                        shared: shared.clone(),
-                        node: i,
-                        index: worker_index,
-                        device,
-                    };
-                    tasks.push(handle.spawn(w.run(input.clone(), retries, output)));
-                    worker_index += 1;
-                }
-            }
-        }
+        let mut tasks = spawn_workers(&handle, &shared, &tx);
         // Only workers hold the senders of inner edges now, and the source
         // task the entry's: when it ends, shutdown cascades down the chain.
         drop(tx);
-        let feeder = {
-            let shared = shared.clone();
-            let live = shared.live_items.clone();
-            handle.spawn(async move {
-                let first = shared.chain.order[0];
-                let lost = source
-                    .feed(entry, live, |env| {
-                        shared.observers.emit(
-                            env.job.id,
-                            Some(env.partition),
-                            EventKind::Queued {
-                                node: shared.node_ref(first, None, None),
-                            },
-                        );
-                    })
-                    .await;
-                if let Some(env) = lost {
-                    let settled = env.job.fail(crate::job::JobError::Shutdown);
-                    shared.settle(&env.job, settled);
-                }
-            })
-        };
-        tasks.push(feeder);
+        tasks.push(spawn_source(&handle, &shared, entry));
         Runtime {
             shared,
             tasks: Mutex::new(tasks),
@@ -278,6 +222,74 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             handle,
         }
     }
+}
+
+/// Every node's workers (per device for per-device nodes), each with its
+/// input edge, its retry queue and the sender of the next node's edge.
+fn spawn_workers<T: Send + 'static>(
+    handle: &Handle,
+    shared: &Arc<Shared<T>>,
+    tx: &[Option<EdgeTx<T>>],
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    for (i, node) in shared.nodes.iter().enumerate() {
+        let devices: Vec<Option<usize>> = match node.spec.placement {
+            Placement::PerDevice => (0..shared.devices).map(Some).collect(),
+            Placement::Shared => vec![None],
+        };
+        let mut index = 0;
+        for device in devices {
+            let input = match (&node.inputs[..], device) {
+                ([one], _) => one.clone(),
+                (many, Some(d)) => many[d].clone(),
+                (_, None) => unreachable!("only per-device nodes have per-device inputs"),
+            };
+            for _ in 0..node.spec.workers {
+                let output = node
+                    .next
+                    .map(|next| tx[next].clone().expect("every node has an input edge"));
+                let retries = device.and_then(|d| node.retry_rx.get(d).cloned());
+                let w = worker::Worker {
+                    shared: shared.clone(),
+                    node: i,
+                    index,
+                    device,
+                };
+                tasks.push(handle.spawn(w.run(input.clone(), retries, output)));
+                index += 1;
+            }
+        }
+    }
+    tasks
+}
+
+/// The task that feeds queued jobs into the entry edge.
+fn spawn_source<T: Send + 'static>(
+    handle: &Handle,
+    shared: &Arc<Shared<T>>,
+    entry: EdgeTx<T>,
+) -> tokio::task::JoinHandle<()> {
+    let shared = shared.clone();
+    handle.spawn(async move {
+        let first = shared.chain.order[0];
+        let lost = shared
+            .source
+            .clone()
+            .feed(entry, shared.live_items.clone(), |env| {
+                shared.observers.emit(
+                    env.job.id,
+                    Some(env.partition),
+                    EventKind::Queued {
+                        node: shared.node_ref(first, None, None),
+                    },
+                );
+            })
+            .await;
+        if let Some(env) = lost {
+            let settled = env.job.fail(crate::job::JobError::Shutdown);
+            shared.settle(&env.job, settled);
+        }
+    })
 }
 
 /// One edge into each node of the chain, in flow order; per device where

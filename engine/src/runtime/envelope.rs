@@ -85,6 +85,8 @@ impl<T> Clone for EdgeTx<T> {
     }
 }
 
+// Sends give the envelope back when they cannot deliver it: that is their point.
+#[allow(clippy::result_large_err)]
 impl<T> EdgeTx<T> {
     fn sender(&self, env: &Envelope<T>) -> &EdgeSender<Envelope<T>> {
         match self {

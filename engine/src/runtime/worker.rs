@@ -11,7 +11,7 @@ use crate::graph::ResourceKind;
 use crate::job::{JobError, PartitionOutput, StageTiming};
 use crate::observer::{DeviceSpan, DropReason, EventKind, NodeRef, Wait};
 use crate::pool::run_on;
-use crate::resource::Held;
+use crate::resource::{GatePass, Held};
 use crate::stage::{Cancelled, DeviceFault, StageContext};
 
 use super::Shared;
@@ -42,7 +42,16 @@ impl Who {
     }
 }
 
+/// An item with everything its node declares.
+struct Acquired<T> {
+    env: Envelope<T>,
+    held: Vec<Held>,
+    /// Gate passes: used (dropped) once the stage has started.
+    passes: Vec<GatePass>,
+}
+
 /// What a stage run came to.
+#[allow(clippy::large_enum_variant)] // one per worker at a time
 enum Ran<T> {
     Finished {
         env: Envelope<T>,
@@ -88,24 +97,24 @@ impl<T: Send + 'static> Worker<T> {
             };
             let Some(env) = next else { break };
             let picked = Instant::now();
-            let Some((env, held)) = self.acquire(env, picked).await else {
+            let Some(Acquired { env, held, passes }) = self.acquire(env, picked).await else {
                 continue;
             };
-            let ran = self.run_stage(env, picked).await;
+            let ran = self.run_stage(env, picked, passes).await;
+            // The end is reported while the node still holds its resources,
+            // so a timeline never shows a stage outside its lock.
+            self.report_end(&ran);
             drop(held);
             self.settle(ran, output.as_ref()).await;
         }
     }
 
     /// Binds the item to this worker's device and takes what the node
-    /// declares, in order: gates, pooled resources, held resources. `None`
-    /// if the item left the graph instead (its job was cancelled or failed,
-    /// or a pooled resource could not be had).
-    async fn acquire(
-        &self,
-        mut env: Envelope<T>,
-        picked: Instant,
-    ) -> Option<(Envelope<T>, Vec<Held>)> {
+    /// declares, in order: pooled resources, held resources, then passes of
+    /// the gates it waits for (last, so a pass is never held while waiting).
+    /// `None` if the item left the graph instead (its job was cancelled or
+    /// failed, or a pooled resource could not be had).
+    async fn acquire(&self, mut env: Envelope<T>, picked: Instant) -> Option<Acquired<T>> {
         let shared = &self.shared;
         let spec = &shared.nodes[self.node].spec;
         if self.device.is_some() {
@@ -125,17 +134,6 @@ impl<T: Send + 'static> Worker<T> {
             shared.observers.emit(job, partition, dropped(here, &env));
             return None;
         }
-        for gate in &spec.waits_for {
-            if shared.resources.is_busy(gate, env.device) {
-                let resources = &shared.resources;
-                self.wait(
-                    Who::of(&env),
-                    Wait::Gate(gate),
-                    resources.wait_open(gate, env.device),
-                )
-                .await;
-            }
-        }
         for name in &spec.takes {
             if let Err(e) = self.take(&mut env, name).await {
                 self.fail_before_run(env, e);
@@ -152,11 +150,20 @@ impl<T: Send + 'static> Worker<T> {
                 hold.await
             });
         }
+        let mut passes = Vec::with_capacity(spec.waits_for.len());
+        for gate in &spec.waits_for {
+            let pass = shared.resources.pass(gate, env.device);
+            passes.push(if shared.resources.is_busy(gate, env.device) {
+                self.wait(Who::of(&env), Wait::Gate(gate), pass).await
+            } else {
+                pass.await
+            });
+        }
         if env.job.is_cancelled() {
             shared.observers.emit(job, partition, dropped(here, &env));
             return None;
         }
-        Some((env, held))
+        Some(Acquired { env, held, passes })
     }
 
     /// Runs `fut`, bracketed by wait events for the item `who`.
@@ -233,7 +240,12 @@ impl<T: Send + 'static> Worker<T> {
     }
 
     /// Runs the stage on the node's CPU pool.
-    async fn run_stage(&self, mut env: Envelope<T>, picked: Instant) -> Ran<T> {
+    async fn run_stage(
+        &self,
+        mut env: Envelope<T>,
+        picked: Instant,
+        passes: Vec<GatePass>,
+    ) -> Ran<T> {
         let shared = &self.shared;
         let rt = &shared.nodes[self.node];
         let waited = picked.elapsed();
@@ -248,6 +260,8 @@ impl<T: Send + 'static> Worker<T> {
                 node: self.here(env.device),
             },
         );
+        // Started: gates may close now.
+        drop(passes);
         let (job, partition) = (env.job.clone(), env.partition);
         let started = Instant::now();
         let stage = rt.stage.clone();
@@ -307,6 +321,62 @@ impl<T: Send + 'static> Worker<T> {
         }
     }
 
+    /// Reports the stage's end (with its error, notes and device spans).
+    fn report_end(&self, ran: &Ran<T>) {
+        let (job, partition, device, elapsed, error, notes, spans): (
+            _,
+            _,
+            _,
+            _,
+            Option<String>,
+            &[_],
+            &[_],
+        ) = match ran {
+            Ran::Finished {
+                env,
+                result,
+                notes,
+                spans,
+                elapsed,
+                ..
+            } => (
+                env.job.id,
+                env.partition,
+                env.device,
+                *elapsed,
+                result.as_ref().err().map(|e| format!("{e:#}")),
+                notes,
+                spans,
+            ),
+            Ran::Panicked {
+                env_job,
+                partition,
+                message,
+                elapsed,
+            } => (
+                env_job.id,
+                *partition,
+                self.device,
+                *elapsed,
+                Some(message.clone()),
+                &[],
+                &[],
+            ),
+        };
+        self.shared.observers.emit(
+            job,
+            Some(partition),
+            EventKind::StageEnd {
+                node: self.here(device),
+                elapsed,
+                error: error.as_deref(),
+                notes,
+                device_spans: spans,
+            },
+        );
+    }
+
+    /// Passes the item on, retries it elsewhere, or fails its job.
     async fn settle(&self, ran: Ran<T>, output: Option<&EdgeTx<T>>) {
         let shared = &self.shared;
         let rt = &shared.nodes[self.node];
@@ -316,23 +386,12 @@ impl<T: Send + 'static> Worker<T> {
                 mut env,
                 result: Ok(()),
                 notes,
-                spans,
                 elapsed,
                 queued,
                 waited,
+                ..
             } => {
                 stats.done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                shared.observers.emit(
-                    env.job.id,
-                    Some(env.partition),
-                    EventKind::StageEnd {
-                        node: self.here(env.device),
-                        elapsed,
-                        error: None,
-                        notes: &notes,
-                        device_spans: &spans,
-                    },
-                );
                 env.timings.push(StageTiming {
                     node: Arc::from(rt.spec.name.as_str()),
                     queued,
@@ -350,45 +409,20 @@ impl<T: Send + 'static> Worker<T> {
             Ran::Finished {
                 env,
                 result: Err(error),
-                notes,
-                spans,
-                elapsed,
                 ..
             } => {
                 let message = format!("{error:#}");
-                shared.observers.emit(
-                    env.job.id,
-                    Some(env.partition),
-                    EventKind::StageEnd {
-                        node: self.here(env.device),
-                        elapsed,
-                        error: Some(&message),
-                        notes: &notes,
-                        device_spans: &spans,
-                    },
-                );
                 self.failed(env, error, &message);
             }
             Ran::Panicked {
                 env_job,
                 partition,
                 message,
-                elapsed,
+                ..
             } => {
                 stats
                     .failed
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                shared.observers.emit(
-                    env_job.id,
-                    Some(partition),
-                    EventKind::StageEnd {
-                        node: self.here(self.device),
-                        elapsed,
-                        error: Some(&message),
-                        notes: &[],
-                        device_spans: &[],
-                    },
-                );
                 let settled = env_job.fail(JobError::failed(
                     &rt.spec.name,
                     partition,
