@@ -103,8 +103,12 @@ impl Job {
         self
     }
 
-    /// Adds a partition. Any bellperson circuit over BLS12-381 will do.
-    pub fn partition<C: Circuit<Scalar> + Send + 'static>(mut self, circuit: C) -> Self {
+    /// Adds a partition: any bellperson circuit over BLS12-381 that is
+    /// `Clone` (a graph with pre-compiled constraints synthesizes a copy
+    /// again if the circuit does not fit its recording). A circuit that is
+    /// not `Clone` goes in as `cuzk::stages::circuit::Once(circuit)` through
+    /// [`Job::boxed_partition`].
+    pub fn partition<C: Circuit<Scalar> + Clone + Send + 'static>(mut self, circuit: C) -> Self {
         self.circuits.push(Box::new(circuit));
         self
     }
@@ -247,9 +251,10 @@ impl Engine {
         let gpu = (backend.choice == BackendChoice::Gpu).then(|| backend.gpu_context(&config));
         let pools = Self::pools(&config, &spec, devices, gpu.is_some())?;
         let arenas = Self::arena_pool(&config, &spec, devices, gpu.is_some());
+        let pce = Arc::new(cuzk_stages::pce::PceCache::new(config.pce.dir.clone()));
         let mut stages = match &gpu {
-            None => cuzk_stages::cpu_stages(),
-            Some(ctx) => cuzk_stages::gpu_stages(ctx.clone()),
+            None => cuzk_stages::cpu_stages(pce),
+            Some(ctx) => cuzk_stages::gpu_stages(ctx.clone(), pce),
         };
         if !options.inject_device_faults.is_empty() {
             // The drill hits every stage a device node runs, whatever the graph calls it.

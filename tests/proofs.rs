@@ -113,6 +113,7 @@ async fn a_wrong_public_input_is_a_clear_error_and_the_next_job_proves() {
 }
 
 /// Claims y = x³ with a witness that is not.
+#[derive(Clone)]
 struct BadCube {
     x: Scalar,
     y: Scalar,

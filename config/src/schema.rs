@@ -21,6 +21,7 @@ pub struct Config {
     pub gpu: GpuConfig,
     pub memory: MemoryConfig,
     pub srs: SrsConfig,
+    pub pce: PceConfig,
     pub engine: EngineConfig,
     pub timeline: TimelineConfig,
     pub tracing: TracingConfig,
@@ -182,6 +183,17 @@ impl Default for SrsConfig {
             cache_dir: base.join("cuzk").join("params"),
         }
     }
+}
+
+/// Pre-compiled constraints (graphs with a `synth_pce` node).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PceConfig {
+    /// Where recordings are kept; by default beside each parameter file
+    /// (`<params>.<srs id>.v<version>.pce`), or in memory only for SRSs
+    /// that were not read from a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@
 //! | `single_lock_cpu_b2` | single_lock with B₂ on the CPU, after the lock is released (phase 9 as the seeds ran it) |
 //! | `two_lock` | staging under a memory lock, compute under a compute lock (phase 10) |
 //! | `throttled` | single_lock, and synthesis pauses while b_g2_msm runs (phase 11) |
+//! | `pce` | single_lock with pre-compiled constraints: witness-only synthesis, A, B, C from a recording |
 //!
 //! A user's own graph is a file in the same format (`pipeline.graph`) or a
 //! table in the config (`[pipeline.declare]`); nothing outside this crate
@@ -42,7 +43,7 @@ pub mod pools {
 }
 
 /// The built-in variants: name and declaration text.
-pub const BUILTIN: [(&str, &str); 5] = [
+pub const BUILTIN: [(&str, &str); 6] = [
     ("serial", include_str!("../graphs/serial.toml")),
     ("single_lock", include_str!("../graphs/single_lock.toml")),
     (
@@ -51,6 +52,7 @@ pub const BUILTIN: [(&str, &str); 5] = [
     ),
     ("two_lock", include_str!("../graphs/two_lock.toml")),
     ("throttled", include_str!("../graphs/throttled.toml")),
+    ("pce", include_str!("../graphs/pce.toml")),
 ];
 
 /// Names of the built-in variants.

@@ -1,21 +1,70 @@
 //! Circuits the engine can prove: any bellperson circuit over BLS12-381's
 //! scalar field, erased behind one object-safe trait so a job can carry
-//! partitions of any circuit type.
+//! partitions of any circuit type, and synthesized into any of the engine's
+//! constraint systems (full, witness-only, or recording its matrices).
 
 use bellperson::{Circuit, SynthesisError};
 use blstrs::Scalar;
 
 use crate::cs::ArenaCs;
+use crate::pce::{RecordingCs, WitnessCs};
 
 /// A circuit ready to be synthesized once, into a partition's arena.
 ///
-/// Implemented for every `bellperson::Circuit<Scalar> + Send`.
+/// Implemented for every `bellperson::Circuit<Scalar> + Clone + Send`;
+/// wrap a circuit that is not `Clone` in [`Once`].
 pub trait ProvableCircuit: Send {
+    /// Full synthesis: A, B, C evaluations, the assignment and densities.
     fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError>;
+    /// The assignment alone (pre-compiled constraints compute A, B and C).
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError>;
+    /// Full synthesis that also records the constraint matrices.
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut RecordingCs<'_>,
+    ) -> Result<(), SynthesisError>;
+    /// A copy to synthesize again (to fall back from pre-compiled
+    /// constraints that do not match), if the circuit can be copied.
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>>;
 }
 
-impl<C: Circuit<Scalar> + Send> ProvableCircuit for C {
+impl<C: Circuit<Scalar> + Clone + Send + 'static> ProvableCircuit for C {
     fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
         (*self).synthesize(cs)
+    }
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        (*self).synthesize(cs)
+    }
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut RecordingCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        (*self).synthesize(cs)
+    }
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+/// A circuit that is not `Clone`: provable all the same, but a mismatch
+/// with its pre-compiled constraints fails the partition instead of
+/// falling back to full synthesis.
+pub struct Once<C>(pub C);
+
+impl<C: Circuit<Scalar> + Send + 'static> ProvableCircuit for Once<C> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut RecordingCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+        None
     }
 }

@@ -110,6 +110,16 @@ impl<'a> ArenaCs<'a> {
         cs
     }
 
+    /// Inputs, aux variables and constraints allocated so far.
+    pub(crate) fn counts(&self) -> (usize, usize, usize) {
+        (self.n_inputs, self.n_aux, self.constraints)
+    }
+
+    /// The A-aux, B-input and B-aux density bitmaps so far.
+    pub(crate) fn densities(&self) -> [&[u64]; 3] {
+        [self.a_aux_density, self.b_input_density, self.b_aux_density]
+    }
+
     /// The first problem recorded while the circuit ran, if any.
     pub fn take_error(&mut self) -> Option<CsError> {
         self.error.take()
@@ -140,40 +150,55 @@ impl<'a> ArenaCs<'a> {
                 });
             }
         }
-        let total = self.constraints + self.n_inputs;
-        if total > shape.domain {
-            return Err(CsError::TooMany {
+        finish(
+            Finished {
+                a: self.a,
+                b: self.b,
+                c: self.c,
+                inputs: self.inputs,
+                a_aux_density: self.a_aux_density,
+                b_input_density: self.b_input_density,
+                b_aux_density: self.b_aux_density,
+                constraints: self.constraints,
+            },
+            shape,
+        )
+    }
+
+    /// Records one constraint from its linear combinations: evaluates them
+    /// (marking densities), checks a·b = c, writes the row.
+    pub(crate) fn enforce_lcs<A, AR>(
+        &mut self,
+        annotation: A,
+        la: &LinearCombination<Scalar>,
+        lb: &LinearCombination<Scalar>,
+        lc: &LinearCombination<Scalar>,
+    ) where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let k = self.constraints;
+        // Leave room for one constraint per public input after the circuit's own.
+        if k + self.inputs.len() >= self.a.len() {
+            self.fail(CsError::TooMany {
                 what: "constraints (counting one per public input)",
-                limit: shape.domain,
+                limit: self.a.len(),
+            });
+            return;
+        }
+        let va = self.eval(la, Query::A);
+        let vb = self.eval(lb, Query::B);
+        let vc = self.eval(lc, Query::C);
+        if va * vb != vc {
+            self.fail(CsError::Unsatisfied {
+                index: k,
+                annotation: annotation().into(),
             });
         }
-        for i in 0..self.n_inputs {
-            let k = self.constraints + i;
-            self.a[k] = self.inputs[i];
-            self.b[k] = Scalar::ZERO;
-            self.c[k] = Scalar::ZERO;
-        }
-        for v in [&mut *self.a, &mut *self.b, &mut *self.c] {
-            v[total..].fill(Scalar::ZERO);
-        }
-        let a_len = self.n_inputs + popcount(self.a_aux_density);
-        let b_len = popcount(self.b_input_density) + popcount(self.b_aux_density);
-        for (what, got, expected) in [
-            ("A-query terms", a_len, shape.a_len),
-            ("B-query terms", b_len, shape.b_len),
-        ] {
-            if got != expected {
-                return Err(CsError::ShapeMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
-        Ok(Synthesized {
-            constraints: total,
-            public_inputs: self.inputs[1..self.n_inputs].to_vec(),
-        })
+        self.a[k] = va;
+        self.b[k] = vb;
+        self.c[k] = vc;
+        self.constraints += 1;
     }
 
     /// Evaluates `lc`, marking the variables it uses (with non-zero
@@ -202,6 +227,61 @@ impl<'a> ArenaCs<'a> {
         }
         acc
     }
+}
+
+/// A synthesized partition's slices and counts, for [`finish`].
+pub(crate) struct Finished<'s> {
+    pub a: &'s mut [Scalar],
+    pub b: &'s mut [Scalar],
+    pub c: &'s mut [Scalar],
+    /// The allocated inputs (starting with the constant one).
+    pub inputs: &'s [Scalar],
+    pub a_aux_density: &'s [u64],
+    pub b_input_density: &'s [u64],
+    pub b_aux_density: &'s [u64],
+    /// The circuit's own constraints.
+    pub constraints: usize,
+}
+
+/// Appends the per-input constraints (input · 0 = 0, which give inputs full
+/// density in A), zero-pads to the domain and checks the densities against
+/// the SRS. Variable counts are checked by the caller.
+pub(crate) fn finish(f: Finished<'_>, shape: &SrsShape) -> Result<Synthesized, CsError> {
+    let n_inputs = f.inputs.len();
+    let total = f.constraints + n_inputs;
+    if total > shape.domain {
+        return Err(CsError::TooMany {
+            what: "constraints (counting one per public input)",
+            limit: shape.domain,
+        });
+    }
+    for (i, input) in f.inputs.iter().enumerate() {
+        let k = f.constraints + i;
+        f.a[k] = *input;
+        f.b[k] = Scalar::ZERO;
+        f.c[k] = Scalar::ZERO;
+    }
+    for v in [&mut *f.a, &mut *f.b, &mut *f.c] {
+        v[total..].fill(Scalar::ZERO);
+    }
+    let a_len = n_inputs + popcount(f.a_aux_density);
+    let b_len = popcount(f.b_input_density) + popcount(f.b_aux_density);
+    for (what, got, expected) in [
+        ("A-query terms", a_len, shape.a_len),
+        ("B-query terms", b_len, shape.b_len),
+    ] {
+        if got != expected {
+            return Err(CsError::ShapeMismatch {
+                what,
+                got,
+                expected,
+            });
+        }
+    }
+    Ok(Synthesized {
+        constraints: total,
+        public_inputs: f.inputs[1..].to_vec(),
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -268,28 +348,12 @@ impl ConstraintSystem<Scalar> for ArenaCs<'_> {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let k = self.constraints;
-        // Leave room for one constraint per public input after the circuit's own.
-        if k + self.inputs.len() >= self.a.len() {
-            self.fail(CsError::TooMany {
-                what: "constraints (counting one per public input)",
-                limit: self.a.len(),
-            });
-            return;
-        }
-        let va = self.eval(&a(LinearCombination::zero()), Query::A);
-        let vb = self.eval(&b(LinearCombination::zero()), Query::B);
-        let vc = self.eval(&c(LinearCombination::zero()), Query::C);
-        if va * vb != vc {
-            self.fail(CsError::Unsatisfied {
-                index: k,
-                annotation: annotation().into(),
-            });
-        }
-        self.a[k] = va;
-        self.b[k] = vb;
-        self.c[k] = vc;
-        self.constraints += 1;
+        self.enforce_lcs(
+            annotation,
+            &a(LinearCombination::zero()),
+            &b(LinearCombination::zero()),
+            &c(LinearCombination::zero()),
+        );
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

@@ -17,11 +17,14 @@ pub mod cs;
 pub mod gpu;
 pub mod ntt_msm;
 pub mod partition;
+pub mod pce;
 pub mod prep;
 pub mod query;
 pub mod scalars;
+pub mod shape;
 pub mod srs;
 pub mod synth;
+pub mod synth_pce;
 pub use cuzk_workloads as workloads;
 
 use std::sync::Arc;
@@ -30,7 +33,9 @@ use cuzk_engine::StageRegistry;
 
 pub use circuit::ProvableCircuit;
 pub use partition::PartitionWork;
+pub use shape::{CircuitShape, shape_of};
 pub use srs::{Srs, SrsError, SrsShape};
+pub use synth::slices as synth_slices;
 pub use workloads::Workload;
 
 /// Stage names graph declarations refer to. The device stages (the
@@ -38,6 +43,9 @@ pub use workloads::Workload;
 /// CPU on the CPU backend.
 pub mod names {
     pub const SYNTH: &str = "synth";
+    /// Synthesis with pre-compiled constraints (witness-only after the first
+    /// partition of a circuit shape).
+    pub const SYNTH_PCE: &str = "synth_pce";
     pub const PREP_MSM: &str = "prep_msm";
     /// Device: staging and compute in one step (the quotient by NTTs and the
     /// H, L, A and B₁ MSMs).
@@ -53,8 +61,9 @@ pub mod names {
     pub const B_G2_MSM_HOST: &str = "b_g2_msm_host";
     pub const ASSEMBLE: &str = "assemble";
     /// Every stage name.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         SYNTH,
+        SYNTH_PCE,
         PREP_MSM,
         GPU_NTT_MSM,
         GPU_STAGE_IN,
@@ -68,8 +77,11 @@ pub mod names {
 /// Every stage, with the GPU implementation of the device stages. Their
 /// device state comes from the graph's device leases, made by
 /// [`gpu::GpuLeases`].
-pub fn gpu_stages(ctx: Arc<gpu::GpuContext>) -> StageRegistry<PartitionWork> {
-    let mut r = cpu_stages();
+pub fn gpu_stages(
+    ctx: Arc<gpu::GpuContext>,
+    pce: Arc<pce::PceCache>,
+) -> StageRegistry<PartitionWork> {
+    let mut r = cpu_stages(pce);
     r.register(names::GPU_NTT_MSM, Arc::new(gpu::GpuNttMsm(ctx.clone())))
         .register(names::GPU_STAGE_IN, Arc::new(gpu::GpuStageIn(ctx.clone())))
         .register(names::GPU_COMPUTE, Arc::new(gpu::GpuCompute(ctx)))
@@ -77,10 +89,12 @@ pub fn gpu_stages(ctx: Arc<gpu::GpuContext>) -> StageRegistry<PartitionWork> {
     r
 }
 
-/// Every stage, with the CPU implementation of the device stages.
-pub fn cpu_stages() -> StageRegistry<PartitionWork> {
+/// Every stage, with the CPU implementation of the device stages;
+/// synth_pce keeps its recordings in `pce`.
+pub fn cpu_stages(pce: Arc<pce::PceCache>) -> StageRegistry<PartitionWork> {
     let mut r = StageRegistry::new();
     r.register(names::SYNTH, Arc::new(synth::Synth))
+        .register(names::SYNTH_PCE, Arc::new(synth_pce::SynthPce(pce)))
         .register(names::PREP_MSM, Arc::new(prep::PrepMsm))
         .register(names::GPU_NTT_MSM, Arc::new(ntt_msm::CpuNttMsm))
         .register(names::GPU_STAGE_IN, Arc::new(ntt_msm::CpuStageIn))

@@ -62,7 +62,7 @@ pub enum SrsError {
 }
 
 /// The sizes a circuit must match to be proven with an SRS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SrsShape {
     /// Evaluation domain size (a power of two).
     pub domain: usize,
@@ -90,6 +90,7 @@ pub struct Srs {
     pub b_g2: HostSlice<G2Affine>,
     /// Where it was read from, if from a file.
     pub path: Option<PathBuf>,
+    id: std::sync::OnceLock<u64>,
 }
 
 impl std::fmt::Debug for Srs {
@@ -225,6 +226,7 @@ impl Srs {
             b_g1: HostSlice::new(b_g1),
             b_g2: HostSlice::new(b_g2),
             path: Some(path.into()),
+            id: std::sync::OnceLock::new(),
         })
     }
 
@@ -239,6 +241,7 @@ impl Srs {
             b_g1: take(params.b_g1),
             b_g2: take(params.b_g2),
             path: None,
+            id: std::sync::OnceLock::new(),
         }
     }
 
@@ -270,6 +273,20 @@ impl Srs {
             a_len: self.a.len(),
             b_len: self.b_g1.len(),
         }
+    }
+
+    /// A stable identity: the first 8 bytes of the SHA-256 of the verifying
+    /// key (which fixes the circuit), for keying what is derived from an SRS.
+    pub fn id(&self) -> u64 {
+        *self.id.get_or_init(|| {
+            use sha2::Digest;
+            let mut vk = vec![];
+            self.vk
+                .write(&mut vk)
+                .expect("writing to a Vec cannot fail");
+            let digest = sha2::Sha256::digest(&vk);
+            u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+        })
     }
 
     /// Page-locks every point vector (once), so streaming them to a device

@@ -1,0 +1,163 @@
+//! synth_pce: synthesis with pre-compiled constraints ([`crate::pce`]).
+//!
+//! The first partition of an SRS records its circuit's matrices (full
+//! synthesis plus recording); later ones run witness-only and evaluate
+//! a = A·z, b = B·z, c = C·z from the recording. A circuit that does not
+//! match its recording, or a witness that does not satisfy it, falls back
+//! to full synthesis with a warning.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use cuzk_engine::{Stage, StageContext};
+
+use crate::circuit::ProvableCircuit;
+use crate::cs::{ArenaCs, CsError, Finished, Synthesized, finish};
+use crate::partition::{PartitionLayout, PartitionWork};
+use crate::pce::{Mismatch, PceCache, Recording, RecordingCs, WitnessCs, check_rows};
+use crate::scalars::as_scalars;
+use crate::srs::SrsShape;
+use crate::synth::{begin, done, full, slices};
+
+pub struct SynthPce(pub Arc<PceCache>);
+
+impl Stage<PartitionWork> for SynthPce {
+    fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        let (circuit, layout) = begin(w, cx)?;
+        let srs = w.srs.clone();
+        let mut circuit = Some(circuit);
+        let mut recorded: Option<anyhow::Result<Synthesized>> = None;
+        let (recording, origin) = {
+            let view = cx.arena()?.view();
+            self.0.get_or_record(&srs, || {
+                let c = circuit.take().expect("the circuit is here until used");
+                let (result, rec) = record(c, slices(&view, &layout), &layout.shape, srs.id());
+                recorded = Some(result);
+                rec
+            })
+        };
+        if let Some(result) = recorded {
+            cx.note("pce", origin.as_str());
+            done(w, cx, layout, result?);
+            return Ok(());
+        }
+        let circuit = circuit.expect("not used by recording");
+        let recording = recording.expect("present unless this partition recorded");
+        let copy = circuit.duplicate();
+        let attempt = {
+            let view = cx.arena()?.view();
+            from_recording(circuit, &recording, &layout, &view)?
+        };
+        let out = match attempt {
+            Ok(out) => {
+                cx.note("pce", origin.as_str());
+                out
+            }
+            Err(mismatch) => {
+                tracing::warn!(
+                    "pre-compiled constraints do not fit this circuit ({mismatch}); falling back to full synthesis"
+                );
+                cx.note("pce", "fallback");
+                let circuit = copy.with_context(|| {
+                    format!("pre-compiled constraints do not fit this circuit ({mismatch}) and it cannot be copied to synthesize again (wrap it so it is Clone, or use a graph without synth_pce)")
+                })?;
+                let view = cx.arena()?.view();
+                full(circuit, slices(&view, &layout), &layout.shape)?
+            }
+        };
+        done(w, cx, layout, out);
+        Ok(())
+    }
+}
+
+/// Full synthesis that records the matrices: the partition's result, and the
+/// recording unless synthesis failed or the matrices are too large.
+fn record(
+    circuit: Box<dyn ProvableCircuit>,
+    slices: crate::cs::CsSlices<'_>,
+    shape: &SrsShape,
+    srs_id: u64,
+) -> (anyhow::Result<Synthesized>, Option<Recording>) {
+    let mut cs = RecordingCs::new(ArenaCs::new(slices, shape));
+    let result = circuit.synthesize_recording(&mut cs);
+    if let Some(e) = cs.take_error() {
+        return (Err(e.into()), None);
+    }
+    if let Err(e) = result {
+        return (
+            Err(anyhow::Error::new(e).context("the circuit failed to synthesize")),
+            None,
+        );
+    }
+    let (out, recording) = cs.finish(shape, srs_id);
+    (out.map_err(Into::into), recording)
+}
+
+/// Witness-only synthesis and evaluation from `recording`. The outer error
+/// is the partition's (a witness the circuit cannot compute, a shape the
+/// SRS does not have); the inner one a mismatch with the recording.
+fn from_recording(
+    circuit: Box<dyn ProvableCircuit>,
+    recording: &Recording,
+    layout: &PartitionLayout,
+    view: &cuzk_engine::ArenaView<'_>,
+) -> anyhow::Result<Result<Synthesized, Mismatch>> {
+    let shape = &layout.shape;
+    let z = as_scalars(view.take(layout.z));
+    let mut cs = WitnessCs::new(z, shape.inputs);
+    let result = circuit.synthesize_witness(&mut cs);
+    if let Some(e) = cs.take_error() {
+        return Err(e.into());
+    }
+    result.context("the circuit failed to compute its witness")?;
+    if let Err(m) = recording.matches(&cs) {
+        return Ok(Err(m));
+    }
+    drop(cs);
+    for (what, got, expected) in [
+        ("public inputs", recording.meta.n_inputs, shape.inputs),
+        ("auxiliary variables", recording.meta.n_aux, shape.aux),
+    ] {
+        if got != expected {
+            return Err(CsError::ShapeMismatch {
+                what,
+                got,
+                expected,
+            }
+            .into());
+        }
+    }
+    let (a, b, c) = (
+        as_scalars(view.take(layout.a)),
+        as_scalars(view.take(layout.b)),
+        as_scalars(view.take(layout.c)),
+    );
+    recording.evaluate(z, a, b, c);
+    let rows = recording.meta.constraints;
+    if let Err(m) = check_rows(a, b, c, rows) {
+        return Ok(Err(m));
+    }
+    let [ra, rbi, rba] = recording.densities();
+    let (da, dbi, dba) = (
+        view.take(layout.a_aux_density),
+        view.take(layout.b_input_density),
+        view.take(layout.b_aux_density),
+    );
+    da.copy_from_slice(ra);
+    dbi.copy_from_slice(rbi);
+    dba.copy_from_slice(rba);
+    let out = finish(
+        Finished {
+            a,
+            b,
+            c,
+            inputs: &z[..shape.inputs],
+            a_aux_density: da,
+            b_input_density: dbi,
+            b_aux_density: dba,
+            constraints: rows,
+        },
+        shape,
+    )?;
+    Ok(Ok(out))
+}

@@ -1,0 +1,248 @@
+//! Pre-compiled constraints give exactly what full synthesis gives: A, B, C
+//! evaluations, the assignment and the densities, bit for bit, for chain,
+//! sha256 and a circuit of the embedding example's kind; from a fresh
+//! recording, from memory and from the file on disk. A changed circuit is
+//! detected and falls back to full synthesis.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use bellperson::groth16::generate_random_parameters;
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, Scalar};
+use cuzk::runtime::{
+    ArenaPool, CpuPools, GraphSpec, NodeSpec, ResourceSpec, Role, RuntimeBuilder, SOURCE, Stage,
+    StageContext,
+};
+use cuzk::stages::pce::PceCache;
+use cuzk::stages::{PartitionWork, ProvableCircuit, Srs, Workload};
+use ff::Field;
+
+/// What synthesis left in a partition's arena.
+#[derive(Clone, Debug, PartialEq)]
+struct Captured {
+    a: Vec<[u64; 4]>,
+    b: Vec<[u64; 4]>,
+    c: Vec<[u64; 4]>,
+    z: Vec<[u64; 4]>,
+    densities: [Vec<u64>; 3],
+    public_inputs: Vec<Scalar>,
+    constraints: usize,
+}
+
+/// Copies the arena's regions out, by partition.
+struct Capture(Arc<Mutex<Vec<(usize, Captured)>>>);
+
+impl Stage<PartitionWork> for Capture {
+    fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        let layout = w.layout()?;
+        let partition = cx.partition;
+        let view = cx.arena()?.view();
+        let captured = Captured {
+            a: view.take(layout.a).to_vec(),
+            b: view.take(layout.b).to_vec(),
+            c: view.take(layout.c).to_vec(),
+            z: view.take(layout.z).to_vec(),
+            densities: [
+                view.take(layout.a_aux_density).to_vec(),
+                view.take(layout.b_input_density).to_vec(),
+                view.take(layout.b_aux_density).to_vec(),
+            ],
+            public_inputs: w.public_inputs.clone(),
+            constraints: w.constraints,
+        };
+        self.0.lock().unwrap().push((partition, captured));
+        Ok(())
+    }
+}
+
+/// Synthesizes `circuits` through a graph of `synth_stage` then a capture,
+/// returning each partition's arena contents and its `pce` note, in order.
+async fn synthesize(
+    synth_stage: &str,
+    cache: Arc<PceCache>,
+    srs: &Arc<Srs>,
+    circuits: Vec<Box<dyn ProvableCircuit>>,
+) -> Vec<(Captured, Option<String>)> {
+    let captured = Arc::new(Mutex::new(vec![]));
+    let mut stages = cuzk::stages::cpu_stages(cache);
+    stages.register("capture", Arc::new(Capture(captured.clone())));
+    let spec = GraphSpec::new("synth")
+        .resource(ResourceSpec::arena("arena"))
+        .node(
+            NodeSpec::new("synth", synth_stage, "SYNTH")
+                .role(Role::Synth)
+                .pool("groth16")
+                .takes("arena"),
+        )
+        .node(NodeSpec::new("capture", "capture", "CAPTURE").pool("groth16"))
+        .edge(SOURCE, "synth", 1)
+        .edge("synth", "capture", 1);
+    let pools = CpuPools::new().with("groth16", 2).unwrap();
+    let rt = RuntimeBuilder::new(spec, stages, pools)
+        .arenas(ArenaPool::new(3, 1 << 30, None))
+        .start()
+        .unwrap();
+    let items = circuits
+        .into_iter()
+        .map(|c| PartitionWork::new(srs.clone(), c, false))
+        .collect();
+    let out = rt.submit("pce", items).await.unwrap();
+    let notes: Vec<Option<String>> = out
+        .partitions
+        .iter()
+        .map(|p| p.timings[0].note("pce").map(str::to_string))
+        .collect();
+    let mut got = std::mem::take(&mut *captured.lock().unwrap());
+    got.sort_by_key(|(p, _)| *p);
+    got.into_iter()
+        .zip(notes)
+        .map(|((_, c), note)| (c, note))
+        .collect()
+}
+
+fn workload_circuits(w: Workload, log: u32, n: u64, seed: u64) -> Vec<Box<dyn ProvableCircuit>> {
+    (0..n)
+        .map(|p| Box::new(w.instance(log, seed + p).circuit) as Box<dyn ProvableCircuit>)
+        .collect()
+}
+
+/// Classic synthesis against pre-compiled constraints: recorded, from
+/// memory, and from disk through a second cache.
+async fn matches_full_synthesis(
+    srs: &Arc<Srs>,
+    dir: &std::path::Path,
+    make: impl Fn() -> Vec<Box<dyn ProvableCircuit>>,
+) {
+    let classic = synthesize("synth", Arc::default(), srs, make()).await;
+    let cache = Arc::new(PceCache::new(Some(dir.into())));
+    let first = synthesize("synth_pce", cache.clone(), srs, make()).await;
+    let second = synthesize("synth_pce", cache, srs, make()).await;
+    let from_disk = synthesize(
+        "synth_pce",
+        Arc::new(PceCache::new(Some(dir.into()))),
+        srs,
+        make(),
+    )
+    .await;
+    assert_eq!(first[0].1.as_deref(), Some("recorded"));
+    assert_eq!(second[0].1.as_deref(), Some("memory"));
+    assert_eq!(from_disk[0].1.as_deref(), Some("disk"));
+    for run in [&first, &second, &from_disk] {
+        assert_eq!(run.len(), classic.len());
+        for ((got, _), (want, _)) in run.iter().zip(&classic) {
+            assert!(
+                got == want,
+                "pre-compiled synthesis differs from full synthesis"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pce_equals_full_synthesis_for_chain_and_sha256() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = common::srs(Workload::Chain, 10);
+    matches_full_synthesis(&chain, dir.path(), || {
+        workload_circuits(Workload::Chain, 10, 3, 7)
+    })
+    .await;
+    let log = common::sha256_log_size();
+    let sha = common::srs(Workload::Sha256, log);
+    matches_full_synthesis(&sha, dir.path(), || {
+        workload_circuits(Workload::Sha256, log, 2, 9)
+    })
+    .await;
+}
+
+/// The embedding example's circuit: x^(2^rounds) = y with y public; with
+/// `duplicate`, one constraint is enforced twice (a changed circuit that
+/// still fits the same SRS), with `bias` one step adds it (same structure,
+/// different coefficients).
+#[derive(Clone)]
+struct Squaring {
+    rounds: usize,
+    x: Option<Scalar>,
+    duplicate: bool,
+    bias: u64,
+}
+
+impl Circuit<Scalar> for Squaring {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut value = self.x;
+        let mut var = cs.alloc(|| "x", || value.ok_or(SynthesisError::AssignmentMissing))?;
+        for i in 0..self.rounds {
+            let bias = if i == 3 {
+                Scalar::from(self.bias)
+            } else {
+                Scalar::ZERO
+            };
+            let next_value = value.map(|v| v.square() + bias);
+            let next = if i + 1 == self.rounds {
+                cs.alloc_input(
+                    || "y",
+                    || next_value.ok_or(SynthesisError::AssignmentMissing),
+                )?
+            } else {
+                cs.alloc(
+                    || "square",
+                    || next_value.ok_or(SynthesisError::AssignmentMissing),
+                )?
+            };
+            let times = if self.duplicate && i == 5 { 2 } else { 1 };
+            for _ in 0..times {
+                cs.enforce(
+                    || "v*v = next - bias",
+                    |lc| lc + var,
+                    |lc| lc + var,
+                    |lc| lc + next - (bias, CS::one()),
+                );
+            }
+            (var, value) = (next, next_value);
+        }
+        Ok(())
+    }
+}
+
+fn squaring(x: u64, duplicate: bool, bias: u64) -> Box<dyn ProvableCircuit> {
+    Box::new(Squaring {
+        rounds: 100,
+        x: Some(Scalar::from(x)),
+        duplicate,
+        bias,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pce_equals_full_synthesis_for_the_example_circuit_and_a_changed_one_falls_back() {
+    let blank = Squaring {
+        rounds: 100,
+        x: None,
+        duplicate: false,
+        bias: 0,
+    };
+    let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rand::rngs::OsRng).unwrap();
+    let srs = Arc::new(Srs::from_parameters(params));
+    let dir = tempfile::tempdir().unwrap();
+    matches_full_synthesis(&srs, dir.path(), || {
+        vec![squaring(3, false, 0), squaring(5, false, 0)]
+    })
+    .await;
+
+    let cache = Arc::new(PceCache::new(Some(dir.path().into())));
+    for changed in [
+        squaring(3, true, 0),  // one more constraint: counts and fingerprint differ
+        squaring(3, false, 9), // same structure, other coefficients: rows are not satisfied
+    ] {
+        let copy = changed.duplicate().unwrap();
+        let classic = synthesize("synth", Arc::default(), &srs, vec![copy]).await;
+        let got = synthesize("synth_pce", cache.clone(), &srs, vec![changed]).await;
+        assert_eq!(
+            got[0].1.as_deref(),
+            Some("fallback"),
+            "the change is detected"
+        );
+        assert!(got[0].0 == classic[0].0, "and full synthesis ran instead");
+    }
+}
