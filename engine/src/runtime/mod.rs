@@ -186,10 +186,13 @@ impl<T: Send + 'static> Runtime<T> {
         self.shared.devices
     }
 
-    /// Waits until no item is in flight (every submitted partition finished
-    /// or was dropped and its arena returned).
+    /// Waits until no item is in flight and every job has settled (every
+    /// submitted partition finished or was dropped, its arena returned).
     pub async fn idle(&self) {
-        while self.shared.live_items.load(Ordering::SeqCst) > 0 || self.shared.source.queued() > 0 {
+        while self.shared.live_items.load(Ordering::SeqCst) > 0
+            || self.shared.source.queued() > 0
+            || self.shared.jobs_running.load(Ordering::SeqCst) > 0
+        {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
