@@ -21,6 +21,13 @@ pub const LEVELS: usize = 8;
 /// How fast waiting items gain priority unless the runtime is told otherwise.
 pub const DEFAULT_AGING: Duration = Duration::from_secs(60);
 
+/// A waiting item's effective priority: its level plus one for every
+/// `aging` it has waited. The engine's edges and source and the daemon's
+/// admission queue all order by it, so low priorities are never starved.
+pub fn aged_priority(level: usize, waited: Duration, aging: Duration) -> f64 {
+    level as f64 + waited.as_secs_f64() / aging.as_secs_f64().max(1e-9)
+}
+
 /// Something an edge can order.
 pub(crate) trait Prioritised {
     fn priority(&self) -> u8;
@@ -41,8 +48,7 @@ impl<E> State<E> {
             let Some((since, _)) = self.levels[level].front() else {
                 continue;
             };
-            let waited = now.saturating_duration_since(*since).as_secs_f64();
-            let effective = level as f64 + waited / aging.as_secs_f64().max(1e-9);
+            let effective = aged_priority(level, now.saturating_duration_since(*since), aging);
             if best.is_none_or(|(_, e)| effective > e) {
                 best = Some((level, effective));
             }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::edge::LEVELS;
+use crate::edge::{LEVELS, aged_priority};
 use crate::job::JobState;
 
 use super::envelope::{EdgeTx, Envelope};
@@ -89,8 +89,8 @@ impl<T> Source<T> {
                 let Some(p) = levels[level].front() else {
                     continue;
                 };
-                let waited = now.saturating_duration_since(p.since).as_secs_f64();
-                let effective = level as f64 + waited / self.aging.as_secs_f64().max(1e-9);
+                let effective =
+                    aged_priority(level, now.saturating_duration_since(p.since), self.aging);
                 if best.is_none_or(|(_, e)| effective > e) {
                     best = Some((level, effective));
                 }
