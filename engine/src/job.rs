@@ -16,6 +16,10 @@ pub type JobId = u64;
 #[derive(Clone, Debug)]
 pub struct StageTiming {
     pub node: Arc<str>,
+    /// The node's declared role (device work, CPU work, ...).
+    pub role: crate::vocab::Role,
+    /// When the stage started running (after its queue and waits).
+    pub started: Instant,
     /// In the node's input edge.
     pub queued: Duration,
     /// Waiting for an arena, a gate or a resource after pickup.

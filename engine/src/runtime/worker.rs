@@ -394,6 +394,8 @@ impl<T: Send + 'static> Worker<T> {
                 stats.done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 env.timings.push(StageTiming {
                     node: Arc::from(rt.spec.name.as_str()),
+                    role: rt.spec.role,
+                    started: std::time::Instant::now() - elapsed,
                     queued,
                     waited,
                     ran: elapsed,
