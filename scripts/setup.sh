@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing cuzk needs on a fresh Debian/Ubuntu
 # machine that has Rust (rustup) and Python 3 with pip:
-#   - protoc (Debian's protobuf-compiler), for gRPC code generation (the
-#     planned `cuzk daemon`; OTLP export itself ships pre-generated code);
+#   - protoc (Debian's protobuf-compiler): build.rs generates the daemon's
+#     cuzk.v1 gRPC code with it;
 #   - the CUDA 13.0 compiler from PyPI into .cuda/, so the CUDA kernels are
 #     built even on machines without a GPU (the binary then falls back to the
 #     CPU at run time, and uses the GPU where one is present).

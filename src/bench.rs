@@ -46,7 +46,8 @@ pub struct BenchReport {
     pub latency_max_s: f64,
     pub stages: Vec<StageSummary>,
     pub peak_rss_bytes: u64,
-    /// Proofs (jobs) whose every partition verified with bellperson's verifier.
+    /// Proofs whose every partition verified with bellperson's verifier (for
+    /// Filecoin inputs, that Filecoin's verifier accepted).
     pub verified: usize,
     /// GPU busy time over wall time, from the run's timeline when one was recorded.
     #[serde(default)]
@@ -78,63 +79,121 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// A proof's latency, result and the public inputs it should have.
-type Finished = (
-    Duration,
-    Result<JobProofs, ProveError>,
-    Vec<Vec<blstrs::Scalar>>,
-);
+/// What one benchmark proof came to: its partitions' timings if it was
+/// made and verified, else why not.
+pub type Outcome = Result<Vec<Vec<cuzk_engine::StageTiming>>, String>;
 
-/// Runs the benchmark on `engine`; `on_done` is called after each proof.
+/// A proof being made.
+pub type Pending = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+
+/// Where benchmark proofs come from: a built-in workload, or a Filecoin input.
+pub trait ProofSource: Send + Sync {
+    /// (workload name, log2 of the domain, partitions per proof), for the report.
+    fn describe(&self) -> (String, u32, u64);
+    /// Submits proof number `index`; the future verifies it when it is done.
+    fn submit(&self, engine: &Engine, index: usize) -> anyhow::Result<Pending>;
+}
+
+/// Proofs of a built-in workload, checked with bellperson's verifier.
+pub struct WorkloadSource {
+    pub srs: Arc<Srs>,
+    pub spec: BenchSpec,
+}
+
+impl ProofSource for WorkloadSource {
+    fn describe(&self) -> (String, u32, u64) {
+        (
+            self.spec.workload.name().into(),
+            self.spec.log_size,
+            self.spec.partitions,
+        )
+    }
+
+    fn submit(&self, engine: &Engine, index: usize) -> anyhow::Result<Pending> {
+        let (job, inputs) = job_for(&self.srs, &self.spec, index);
+        let handle = engine.submit(job);
+        let srs = self.srs.clone();
+        Ok(Box::pin(async move {
+            let proofs: JobProofs = handle.await.map_err(|e: ProveError| e.to_string())?;
+            tokio::task::spawn_blocking(move || {
+                let ok = proofs.verify(&srs).is_ok()
+                    && proofs
+                        .partitions
+                        .iter()
+                        .zip(&inputs)
+                        .all(|(p, i)| &p.public_inputs == i);
+                if ok {
+                    Ok(proofs.partitions.into_iter().map(|p| p.timings).collect())
+                } else {
+                    Err("a proof does not verify".to_string())
+                }
+            })
+            .await
+            .map_err(|e| e.to_string())?
+        }))
+    }
+}
+
+/// Proofs of one Filecoin input, proven again and again, each checked with
+/// Filecoin's verifier.
+pub struct FilSource {
+    /// Makes the job (again) for every proof.
+    pub make: Box<dyn Fn() -> Result<cuzk_filecoin::FilJob, cuzk_filecoin::FilError> + Send + Sync>,
+    pub srs: Arc<crate::srs_cache::SrsCache>,
+    pub name: String,
+    pub log_size: u32,
+    pub partitions: u64,
+}
+
+impl ProofSource for FilSource {
+    fn describe(&self) -> (String, u32, u64) {
+        (self.name.clone(), self.log_size, self.partitions)
+    }
+
+    fn submit(&self, engine: &Engine, _: usize) -> anyhow::Result<Pending> {
+        let submitted = crate::fil::submit(engine, &self.srs, (self.make)()?, 0)?;
+        Ok(Box::pin(async move {
+            let proof = submitted.finish().await.map_err(|e| e.to_string())?;
+            Ok(proof.partitions.into_iter().map(|p| p.timings).collect())
+        }))
+    }
+}
+
+/// Runs `proofs` proofs from `source` with at most `in_flight` at once on
+/// `engine`; `on_done` is called after each proof.
 pub async fn run(
     engine: &Engine,
-    srs: Arc<Srs>,
-    spec: &BenchSpec,
+    source: &dyn ProofSource,
+    proofs: usize,
+    in_flight: usize,
     on_done: impl Fn(usize),
 ) -> anyhow::Result<BenchReport> {
-    anyhow::ensure!(spec.proofs >= 1, "-c (proofs) must be at least 1");
-    anyhow::ensure!(
-        spec.in_flight >= 1,
-        "-j (proofs in flight) must be at least 1"
-    );
+    anyhow::ensure!(proofs >= 1, "-c (proofs) must be at least 1");
+    anyhow::ensure!(in_flight >= 1, "-j (proofs in flight) must be at least 1");
     let started = Instant::now();
-    let mut running: JoinSet<Finished> = JoinSet::new();
-    let mut next = 0;
+    let mut running: JoinSet<(Duration, Outcome)> = JoinSet::new();
+    let (mut next, mut done, mut verified) = (0, 0, 0);
     let mut latencies = vec![];
     let mut timings = vec![];
-    let mut verified = 0;
     let mut first_error = None;
-    let mut done = 0;
-    while done < spec.proofs {
-        while next < spec.proofs && running.len() < spec.in_flight {
-            let (job, inputs) = job_for(&srs, spec, next);
-            let handle = engine.submit(job);
+    while done < proofs {
+        while next < proofs && running.len() < in_flight {
+            let pending = source.submit(engine, next)?;
             let submitted = Instant::now();
             running.spawn(async move {
-                let out = handle.await;
-                (submitted.elapsed(), out, inputs)
+                let out = pending.await;
+                (submitted.elapsed(), out)
             });
             next += 1;
         }
-        let (latency, out, inputs) = running.join_next().await.expect("jobs are running")?;
+        let (latency, out) = running.join_next().await.expect("jobs are running")?;
         done += 1;
         on_done(done);
         match out {
-            Ok(proofs) => {
+            Ok(t) => {
                 latencies.push(latency.as_secs_f64());
-                let srs = srs.clone();
-                let ok = tokio::task::spawn_blocking(move || {
-                    let ok = proofs.verify(&srs).is_ok()
-                        && proofs
-                            .partitions
-                            .iter()
-                            .zip(&inputs)
-                            .all(|(p, i)| &p.public_inputs == i);
-                    (ok, proofs)
-                })
-                .await?;
-                verified += ok.0 as usize;
-                timings.extend(ok.1.partitions.into_iter().map(|p| p.timings));
+                verified += 1;
+                timings.extend(t);
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -146,16 +205,17 @@ pub async fn run(
         anyhow::bail!("a proof failed: {e}");
     }
     latencies.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+    let (workload, log_size, partitions) = source.describe();
     Ok(BenchReport {
         variant: engine.graph().name.clone(),
         backend: engine.backend().name().into(),
-        workload: spec.workload.name().into(),
-        log_size: spec.log_size,
-        partitions: spec.partitions,
-        proofs: spec.proofs,
-        in_flight: spec.in_flight,
+        workload,
+        log_size,
+        partitions,
+        proofs,
+        in_flight,
         wall_s: wall,
-        s_per_proof: wall / spec.proofs as f64,
+        s_per_proof: wall / proofs as f64,
         latency_p50_s: percentile(&latencies, 50.0),
         latency_p95_s: percentile(&latencies, 95.0),
         latency_max_s: latencies.last().copied().unwrap_or(0.0),
@@ -198,8 +258,14 @@ impl BenchReport {
             crate::report::mib(self.peak_rss_bytes)
         ));
         out.push_str(&format!(
-            "verified:   {}/{} proofs with bellperson::groth16::verify_proof\n",
-            self.verified, self.proofs
+            "verified:   {}/{} proofs ({})\n",
+            self.verified,
+            self.proofs,
+            if self.workload.starts_with("fil-") {
+                "Filecoin's own verifier"
+            } else {
+                "bellperson::groth16::verify_proof"
+            }
         ));
         out.push_str("mean time per partition and stage:\n");
         out.push_str(&crate::report::stage_table(&self.stages));

@@ -227,6 +227,7 @@ pub struct Engine {
     config: Config,
     backend: Backend,
     arenas: ArenaPool,
+    gpu: Option<Arc<cuzk_stages::gpu::GpuContext>>,
 }
 
 /// Extra parts a host can plug in at start.
@@ -295,6 +296,7 @@ impl Engine {
             config,
             backend,
             arenas,
+            gpu,
         })
     }
 
@@ -382,6 +384,29 @@ impl Engine {
 
     pub fn arena_stats(&self) -> cuzk_engine::ArenaStats {
         self.arenas.stats()
+    }
+
+    /// Device bytes `srs` holds resident on the engine's GPUs (0 on the CPU).
+    pub fn srs_device_bytes(&self, srs: &Arc<Srs>) -> usize {
+        self.distinct_devices()
+            .map(|d| d.resident_bytes_of(srs))
+            .sum()
+    }
+
+    /// Frees `srs`'s resident device copies (once no partition uses them);
+    /// the device bytes they held.
+    pub fn evict_srs_from_devices(&self, srs: &Arc<Srs>) -> usize {
+        self.distinct_devices().filter_map(|d| d.evict(srs)).sum()
+    }
+
+    /// Each GPU once (logical devices may share one).
+    fn distinct_devices(&self) -> impl Iterator<Item = &Arc<cuzk_stages::gpu::GpuDevice>> {
+        let devices = self.gpu.as_ref().map_or(&[][..], |g| &g.devices[..]);
+        devices
+            .iter()
+            .enumerate()
+            .filter(move |(i, d)| !devices[..*i].iter().any(|e| Arc::ptr_eq(d, e)))
+            .map(|(_, d)| d)
     }
 
     /// The graph this engine runs.

@@ -20,16 +20,20 @@
 
 pub mod backend;
 pub mod bench;
+pub mod daemon;
 pub mod engine;
+pub mod fil;
 pub mod graph_view;
 pub mod metrics;
 pub mod params;
 pub mod report;
+pub mod srs_cache;
 pub mod telemetry;
 pub mod waterfall;
 
 pub use cuzk_config as config;
 pub use cuzk_engine as runtime;
+pub use cuzk_filecoin as filecoin;
 pub use cuzk_pipelines as pipelines;
 pub use cuzk_stages as stages;
 pub use engine::{

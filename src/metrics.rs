@@ -112,24 +112,55 @@ impl Observer for MetricsObserver {
     }
 }
 
-/// Serves the global metrics in Prometheus' text format at `http://addr/metrics`.
-/// Must run inside a tokio runtime; once per process.
-pub fn serve(addr: SocketAddr) -> anyhow::Result<()> {
+static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
+    std::sync::OnceLock::new();
+
+/// Installs the process's Prometheus recorder (once; later calls return the
+/// same handle) and returns the handle that renders its text.
+pub fn recorder() -> anyhow::Result<&'static metrics_exporter_prometheus::PrometheusHandle> {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = HANDLE.get() {
+        return Ok(h);
+    }
     // Durations from a millisecond to minutes, as histograms (aggregatable across hosts).
     const BUCKETS: [f64; 16] = [
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0,
         100.0,
     ];
-    metrics_exporter_prometheus::PrometheusBuilder::new()
-        .with_http_listener(addr)
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets(&BUCKETS)
         .map_err(|e| anyhow::anyhow!("histogram buckets: {e}"))?
-        .install()
-        .map_err(|e| anyhow::anyhow!("serving metrics on {addr} (`metrics.listen`): {e}"))?;
+        .build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder)
+        .map_err(|e| anyhow::anyhow!("installing the metrics recorder: {e}"))?;
     metrics::describe_counter!(
         "cuzk_device_busy_microseconds_total",
         metrics::Unit::Microseconds,
         "time each device spent on device stages (device-timed where the backend measures it)"
     );
+    Ok(HANDLE.get_or_init(|| handle))
+}
+
+/// The metrics in Prometheus' text format.
+pub fn render() -> String {
+    HANDLE.get().map(|h| h.render()).unwrap_or_default()
+}
+
+/// Serves the global metrics in Prometheus' text format at `http://addr/metrics`.
+/// Must run inside a tokio runtime.
+pub fn serve(addr: SocketAddr) -> anyhow::Result<()> {
+    recorder()?;
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| anyhow::anyhow!("serving metrics on {addr} (`metrics.listen`): {e}"))?;
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let app = axum::Router::new().route("/metrics", axum::routing::get(|| async { render() }));
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("the metrics endpoint stopped: {e}");
+        }
+    });
     Ok(())
 }

@@ -22,6 +22,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub srs: SrsConfig,
     pub pce: PceConfig,
+    pub fil: FilConfig,
+    pub daemon: DaemonConfig,
     pub engine: EngineConfig,
     pub timeline: TimelineConfig,
     pub tracing: TracingConfig,
@@ -159,11 +161,26 @@ impl Default for GpuConfig {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// Host memory the arenas may map in total (0 = no limit beyond `arenas`).
+    /// Host memory for partitions in flight. In `cuzk prove`/`bench` it caps
+    /// what the arenas may map in total (0 = no limit beyond `arenas`); the
+    /// daemon admits jobs while their partitions' bytes fit it (0 = auto:
+    /// total RAM minus `margin`).
     pub budget: ByteSize,
+    /// What the daemon's automatic budget leaves to the rest of the host
+    /// (the SRS, the OS, other processes).
+    pub margin: ByteSize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            budget: ByteSize(0),
+            margin: ByteSize::gib(4),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -181,6 +198,62 @@ impl Default for SrsConfig {
             .unwrap_or_else(std::env::temp_dir);
         Self {
             cache_dir: base.join("cuzk").join("params"),
+        }
+    }
+}
+
+/// Filecoin proofs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FilConfig {
+    /// Filecoin's parameter cache (the `.params`/`.vk` files by Filecoin's
+    /// names); unset: `FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter_cache: Option<PathBuf>,
+}
+
+/// `cuzk daemon`: the `cuzk.v1.ProvingEngine` gRPC service Curio talks to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Where the gRPC service listens: `HOST:PORT` (TCP) or
+    /// `unix:///path/to.sock` (a unix socket, mode 0660).
+    pub listen: String,
+    /// A bearer token every call must carry (`authorization: Bearer ...`);
+    /// required to listen on a non-loopback TCP address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Jobs waiting for admission beyond which SubmitProof and Prove answer
+    /// RESOURCE_EXHAUSTED.
+    pub max_queued: usize,
+    /// Seconds SIGTERM/SIGINT waits for accepted jobs before failing those
+    /// still unfinished and exiting.
+    pub drain_timeout_s: u64,
+    /// The status page and `/status` JSON (e.g. "127.0.0.1:9821"); off when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_listen: Option<SocketAddr>,
+    /// Host memory for loaded parameters (SRS) before the least recently used
+    /// idle one is evicted (0 = auto: half of `memory.budget`).
+    pub srs_budget: ByteSize,
+    /// Seconds a waiting job takes to gain one priority level (so low
+    /// priorities are not starved).
+    pub aging_s: u64,
+    /// Finished jobs remembered for AwaitProof and idempotent resubmission.
+    pub keep_finished: usize,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9820".into(),
+            token: None,
+            max_queued: 1024,
+            drain_timeout_s: 600,
+            status_listen: None,
+            srs_budget: ByteSize(0),
+            aging_s: 60,
+            keep_finished: 4096,
         }
     }
 }
@@ -253,6 +326,9 @@ pub enum LogFormat {
     Json,
 }
 
+/// Our info, filecoin-proofs' warnings (its info lines narrate every proof).
+pub const DEFAULT_LOG_LEVEL: &str = "info,filecoin_proofs=warn,storage_proofs_core=warn,storage_proofs_porep=warn,storage_proofs_post=warn,storage_proofs_update=warn";
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoggingConfig {
@@ -265,7 +341,7 @@ impl Default for LoggingConfig {
     fn default() -> Self {
         Self {
             format: LogFormat::Human,
-            level: "info".into(),
+            level: DEFAULT_LOG_LEVEL.into(),
         }
     }
 }

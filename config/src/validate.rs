@@ -42,6 +42,21 @@ pub(crate) fn validate(c: &Config) -> Result<(), ConfigError> {
             format!("`{endpoint}` must be an http:// or https:// URL"),
         ));
     }
+    let d = &c.daemon;
+    at_least_one("daemon.max_queued", d.max_queued)?;
+    at_least_one("daemon.aging_s", d.aging_s as usize)?;
+    if d.listen.is_empty() {
+        return Err(invalid(
+            "daemon.listen",
+            "must be HOST:PORT or unix:///path/to.sock",
+        ));
+    }
+    if d.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(invalid(
+            "daemon.token",
+            "is empty; unset it or give a real token",
+        ));
+    }
     let mut seen = std::collections::BTreeSet::new();
     for &d in &c.gpu.devices {
         if !seen.insert(d) {

@@ -1,1 +1,27 @@
-//! placeholder
+//! cuzk-filecoin: Filecoin's proofs as engine jobs.
+//!
+//! Each request, in the form hosts send it today (the C1 output or curio's
+//! wrapper for PoRep; bincode vanilla proofs for WindowPoSt, WinningPoSt and
+//! SnapDeals), becomes a [`FilJob`]: one filecoin-proofs 19.1 circuit per
+//! partition, the parameter file (Filecoin's name in Filecoin's parameter
+//! cache) and Filecoin's own verifier. The engine proves the partitions;
+//! [`FilJob::finish`] turns them into Filecoin's proof bytes (192 bytes per
+//! partition, in order) only if Filecoin's verifier accepts them, else names
+//! the partition that fails.
+//!
+//! Also here: parameter file names and test-size parameter generation
+//! ([`params`]), fixtures from a freshly sealed sector ([`fixtures`]) and
+//! circuit counts per proof kind without parameters ([`info`]).
+
+mod error;
+pub mod fixtures;
+pub mod ids;
+pub mod info;
+mod job;
+pub mod params;
+pub mod porep;
+pub mod post;
+pub mod snap;
+
+pub use error::FilError;
+pub use job::{FilJob, ProofKind, Verifier, proof_bytes};

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use cuzk::Engine;
 use cuzk::bench::{BenchSpec, run as run_bench};
+
 use cuzk::config::Loaded;
 use cuzk::stages::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -35,9 +36,95 @@ pub struct WorkloadArgs {
     /// A parameter file to use instead of the cache.
     #[arg(long)]
     pub params: Option<PathBuf>,
+    /// Prove a Filecoin PoRep C2 from this C1 output (JSON or curio's
+    /// wrapper) instead of a built-in workload, every proof checked by
+    /// Filecoin's `verify_seal`.
+    #[arg(long, conflicts_with = "fixtures")]
+    pub c1: Option<PathBuf>,
+    /// With --c1: the miner (and sector, unless the wrapper has it).
+    #[arg(long)]
+    pub miner: Option<u64>,
+    #[arg(long)]
+    pub sector: Option<u64>,
+    /// Prove a Filecoin input from a fixtures directory (`cuzk fil gen`) of
+    /// kind --fil-kind (porep, window-post, winning-post, snap).
+    #[arg(long)]
+    pub fixtures: Option<PathBuf>,
+    #[arg(long, default_value = "porep")]
+    pub fil_kind: String,
 }
 
 impl WorkloadArgs {
+    /// Whether the benchmark proves a Filecoin input.
+    pub fn is_filecoin(&self) -> bool {
+        self.c1.is_some() || self.fixtures.is_some()
+    }
+
+    /// The arguments that choose the input, for a child `cuzk bench`.
+    pub fn input_args(&self) -> Vec<String> {
+        let mut a = vec![];
+        let mut push = |k: &str, v: String| {
+            a.push(k.to_string());
+            a.push(v);
+        };
+        if let Some(c1) = &self.c1 {
+            push("--c1", c1.display().to_string());
+        }
+        if let Some(m) = self.miner {
+            push("--miner", m.to_string());
+        }
+        if let Some(s) = self.sector {
+            push("--sector", s.to_string());
+        }
+        if let Some(f) = &self.fixtures {
+            push("--fixtures", f.display().to_string());
+            push("--fil-kind", self.fil_kind.clone());
+        }
+        if !self.is_filecoin() {
+            push("--workload", self.workload.clone());
+            push("--log-size", self.log_size.to_string());
+            push("--partitions", self.partitions.to_string());
+            push("--seed", self.seed.to_string());
+            if let Some(p) = &self.params {
+                push("--params", p.display().to_string());
+            }
+        }
+        a
+    }
+
+    /// The Filecoin proof source these arguments name.
+    pub fn fil_source(&self, loaded: &Loaded) -> anyhow::Result<cuzk::bench::FilSource> {
+        super::fil::use_cache(loaded, None)?;
+        let make: Box<
+            dyn Fn() -> Result<cuzk::filecoin::FilJob, cuzk::filecoin::FilError> + Send + Sync,
+        > = match (&self.c1, &self.fixtures) {
+            (Some(path), _) => {
+                let c1 = cuzk::filecoin::porep::C1::parse(
+                    &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+                )?;
+                let miner = self.miner.context("--c1 needs --miner")?;
+                let sector = self.sector;
+                Box::new(move || cuzk::filecoin::porep::job(&c1, miner, sector, None))
+            }
+            (None, Some(dir)) => super::fil::fixture_jobs(dir, &self.fil_kind)?,
+            (None, None) => unreachable!("checked by is_filecoin"),
+        };
+        let job = make()?;
+        let srs = std::sync::Arc::new(cuzk::srs_cache::SrsCache::new());
+        let shape = srs.get(&job.params)?.srs.shape();
+        Ok(cuzk::bench::FilSource {
+            name: format!(
+                "fil-{}-{}",
+                job.kind,
+                cuzk::filecoin::ids::sector_size_name(job.sector_size)
+            ),
+            log_size: shape.log_domain,
+            partitions: job.partitions() as u64,
+            make,
+            srs,
+        })
+    }
+
     pub fn spec(&self) -> anyhow::Result<BenchSpec> {
         let workload = Workload::parse(&self.workload)?;
         workload.check_log_size(self.log_size)?;
@@ -71,9 +158,62 @@ pub struct Args {
     /// Write a waterfall chart of the run: OUT.svg, OUT.html, and its summary.
     #[arg(long)]
     pub waterfall: Option<PathBuf>,
+    /// Drive a running daemon here (HOST:PORT or unix:///path) instead of an
+    /// engine of our own: -j clients each calling Prove until -c proofs are
+    /// done, with --fixtures and --fil-kind choosing the request.
+    #[arg(long)]
+    pub addr: Option<String>,
+    /// The daemon's bearer token.
+    #[arg(long, env = "CUZK_DAEMON__TOKEN")]
+    pub token: Option<String>,
+}
+
+/// `cuzk bench --addr`: load on a daemon.
+fn run_daemon(addr: &str, args: &Args) -> anyhow::Result<ExitCode> {
+    let dir = args
+        .run
+        .fixtures
+        .clone()
+        .context("--addr needs --fixtures DIR (and --fil-kind) to make the requests")?;
+    let kind = cuzk::filecoin::ProofKind::parse(&args.run.fil_kind)?;
+    let template = cuzk::daemon::client::request_from_fixtures(
+        &dir,
+        kind,
+        "",
+        cuzk::daemon::proto::Priority::Unspecified,
+    )?;
+    let tag = std::process::id();
+    let make = move |i: usize| {
+        let mut r = template.clone();
+        r.request_id = format!("bench-{tag}-{i}");
+        r
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = rt.block_on(cuzk::daemon::client::load(
+        addr,
+        args.token.as_deref(),
+        make,
+        args.run.proofs,
+        args.run.in_flight,
+    ))?;
+    print!("{}", report.render());
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(if report.failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = &args.addr {
+        return run_daemon(addr, &args);
+    }
     // A waterfall needs a timeline: record one to a temporary file if none was asked for.
     let scratch = tempfile::tempdir()?;
     let timeline = match (&args.timeline, &args.waterfall) {
@@ -84,12 +224,29 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
     let session = super::Session::start(&loaded.config, timeline.as_deref())?;
     let rt = &session.rt;
     let spec = args.run.spec()?;
-    let (srs, params_note) = super::prove::load_params(
-        &loaded,
-        spec.workload,
-        spec.log_size,
-        args.run.params.as_ref(),
-    )?;
+    let (source, params_note): (Box<dyn cuzk::bench::ProofSource>, String) =
+        if args.run.is_filecoin() {
+            let s = args.run.fil_source(&loaded)?;
+            let note = format!(
+                "Filecoin's parameter cache {}",
+                cuzk::filecoin::params::cache_dir().display()
+            );
+            (Box::new(s), note)
+        } else {
+            let (srs, note) = super::prove::load_params(
+                &loaded,
+                spec.workload,
+                spec.log_size,
+                args.run.params.as_ref(),
+            )?;
+            (
+                Box::new(cuzk::bench::WorkloadSource {
+                    srs,
+                    spec: spec.clone(),
+                }),
+                note,
+            )
+        };
     let _guard = rt.enter();
     let engine = Engine::with_options(
         loaded.config.clone(),
@@ -109,9 +266,13 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
             .expect("a valid template")
             .progress_chars("=> "),
     );
-    let mut report = rt.block_on(run_bench(&engine, srs, &spec, |done| {
-        bar.set_position(done as u64)
-    }))?;
+    let mut report = rt.block_on(run_bench(
+        &engine,
+        source.as_ref(),
+        spec.proofs,
+        spec.in_flight,
+        |done| bar.set_position(done as u64),
+    ))?;
     bar.finish_and_clear();
     rt.block_on(engine.shutdown());
     drop(engine);

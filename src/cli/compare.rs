@@ -129,19 +129,12 @@ fn bench_once(entry: &Entry, args: &WorkloadArgs, out: &Path) -> anyhow::Result<
     let mut cmd = Command::new(exe);
     entry.apply(&mut cmd);
     cmd.arg("bench").arg("--quiet").arg("--json").arg(out);
-    cmd.args(["--workload", &args.workload])
-        .args(["--log-size", &args.log_size.to_string()])
-        .args(["--partitions", &args.partitions.to_string()])
-        .args([
-            "-c",
-            &args.proofs.to_string(),
-            "-j",
-            &args.in_flight.to_string(),
-        ])
-        .args(["--seed", &args.seed.to_string()]);
-    if let Some(p) = &args.params {
-        cmd.arg("--params").arg(p);
-    }
+    cmd.args(args.input_args()).args([
+        "-c",
+        &args.proofs.to_string(),
+        "-j",
+        &args.in_flight.to_string(),
+    ]);
     let output = cmd.output().context("running cuzk bench")?;
     anyhow::ensure!(
         output.status.success(),
@@ -248,7 +241,7 @@ pub fn run(args: Args, base: Option<&Path>) -> anyhow::Result<ExitCode> {
     }
     // Generate shared parameters once, before the timed runs.
     let mut run_args = args.run.clone();
-    if run_args.params.is_none() {
+    if run_args.params.is_none() && !run_args.is_filecoin() {
         let config = entries[0].load()?;
         let (path, _) = cuzk::params::ensure(&config.srs.cache_dir, spec.workload, spec.log_size)?;
         run_args.params = Some(path);
@@ -305,9 +298,9 @@ pub fn run(args: Args, base: Option<&Path>) -> anyhow::Result<ExitCode> {
     }
     let header = format!(
         "{} at 2^{} x {} partitions, c={} j={}, {} repetitions, backend {}",
-        spec.workload.name(),
-        spec.log_size,
-        spec.partitions,
+        rows[0].runs[0].workload,
+        rows[0].runs[0].log_size,
+        rows[0].runs[0].partitions,
         spec.proofs,
         spec.in_flight,
         args.reps,

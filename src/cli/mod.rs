@@ -1,8 +1,11 @@
 //! Subcommands of the `cuzk` binary.
 
 mod bench;
+mod client;
 mod compare;
 mod config_cmd;
+mod daemon;
+mod fil;
 mod graph;
 mod info;
 mod prove;
@@ -43,6 +46,15 @@ enum Command {
     Config {
         #[command(subcommand)]
         action: config_cmd::Action,
+    },
+    /// Serve curio's cuzk.v1 gRPC API (Curio's `[Cuzk] Address`) until SIGTERM/SIGINT.
+    Daemon(daemon::Args),
+    /// Call a running daemon: prove, submit, await, cancel, status, metrics, preload, evict.
+    Client(client::Args),
+    /// Filecoin proofs: fixtures, parameters, circuit counts, proving.
+    Fil {
+        #[command(subcommand)]
+        action: fil::Action,
     },
     /// List, check and draw graph declarations (the interlock variants).
     Graph {
@@ -141,5 +153,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Waterfall(args) => waterfall::run(args),
         Command::Config { action } => config_cmd::run(config, action),
         Command::Graph { action } => graph::run(config, action),
+        Command::Fil { action } => fil::run(load_config(config)?, action),
+        Command::Daemon(args) => daemon::run(load_config(config)?, args),
+        Command::Client(args) => client::run(args),
     }
 }

@@ -142,6 +142,6 @@ fn table_sample(recording: &cuzk_stages::pce::Recording) {
     use ff::PrimeField;
     for c in recording.table().iter().take(6) {
         let r = c.to_repr();
-        println!("coeff {:02x?}", &r.as_ref()[..]);
+        println!("coeff {:02x?}", r.as_ref());
     }
 }

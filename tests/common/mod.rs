@@ -88,3 +88,4 @@ pub async fn prove_in_flight(
     }
     out
 }
+pub mod fil;

@@ -86,6 +86,15 @@ impl GpuDevice {
         r.0.iter().map(|(_, d)| d.bytes).sum()
     }
 
+    /// Device bytes of `srs`'s resident copy here (0 if it is not resident).
+    pub fn resident_bytes_of(&self, srs: &Arc<Srs>) -> usize {
+        self.resident
+            .lock()
+            .unwrap()
+            .get(srs)
+            .map_or(0, |d| d.bytes)
+    }
+
     /// Forgets the resident copy of `srs` (freed once no partition uses it);
     /// the bytes it held, if it was resident.
     pub fn evict(&self, srs: &Arc<Srs>) -> Option<usize> {

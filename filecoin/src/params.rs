@@ -1,0 +1,243 @@
+//! Filecoin's parameter cache: where the `.params`/`.vk` files are, what
+//! each proof kind's file is called, and generating test-size parameters.
+//!
+//! filecoin-proofs reads its cache directory once, from
+//! `FIL_PROOFS_PARAMETER_CACHE`, the first time it needs it; cuzk sets that
+//! variable from `fil.parameter_cache` before then, so the engine's SRS and
+//! Filecoin's verifiers read the same files.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStConfig, PoStType, with_shape};
+use filecoin_proofs_api::ApiVersion;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::parameter_cache::{CacheableParameters, parameter_id};
+use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound,
+};
+
+use crate::ids::{self, sector_size_name};
+use crate::{FilError, ProofKind};
+
+/// filecoin-proofs' default cache directory.
+pub const DEFAULT_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
+
+static CACHE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Fixes this process's parameter cache: `dir`, else `FIL_PROOFS_PARAMETER_CACHE`,
+/// else filecoin-proofs' default. Must run before anything reads Filecoin's
+/// settings; a second call with another directory is an error.
+pub fn use_cache(dir: Option<&Path>) -> Result<PathBuf, FilError> {
+    let wanted = dir.map(Path::to_path_buf).unwrap_or_else(|| {
+        std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE))
+    });
+    let chosen = CACHE.get_or_init(|| {
+        // SAFETY: called at start, before filecoin-proofs' settings (and any
+        // thread reading the environment) exist; later calls do not write.
+        unsafe { std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &wanted) };
+        // SDR's parent cache beside it, unless told otherwise.
+        if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
+            let parents = wanted.parent().unwrap_or(&wanted).join("filecoin-parents");
+            // SAFETY: as above.
+            unsafe { std::env::set_var("FIL_PROOFS_PARENT_CACHE", parents) };
+        }
+        wanted.clone()
+    });
+    let settings = PathBuf::from(&storage_proofs_core::settings::SETTINGS.parameter_cache);
+    if chosen != &wanted || settings != *chosen {
+        return Err(FilError::Mismatch(format!(
+            "this process already uses the parameter cache {} ({} asked)",
+            settings.display(),
+            wanted.display()
+        )));
+    }
+    Ok(chosen.clone())
+}
+
+/// The cache directory in use (after [`use_cache`]).
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(&storage_proofs_core::settings::SETTINGS.parameter_cache)
+}
+
+fn porep_config(sector_size: u64) -> Result<PoRepConfig, FilError> {
+    // The identifier has no porep id or API version: every seal proof of a size shares the file.
+    Ok(PoRepConfig::new_groth16(
+        sector_size,
+        [0; 32],
+        ApiVersion::V1_1_0,
+    ))
+}
+
+fn post_config(kind: ProofKind, sector_size: u64) -> Result<PoStConfig, FilError> {
+    let rp = match kind {
+        ProofKind::WindowPost => ids::window_proof_for(sector_size),
+        _ => ids::winning_proof_for(sector_size),
+    }
+    .map_err(|_| FilError::Unsupported {
+        kind: kind.to_string(),
+        why: format!("no registered proof for {}", sector_size_name(sector_size)),
+    })?;
+    Ok(rp.as_v1_config())
+}
+
+fn porep_id<Tree: 'static + MerkleTreeTrait>(cfg: PoRepConfig) -> anyhow::Result<String> {
+    cfg.get_cache_identifier::<Tree>()
+}
+
+fn post_id<Tree: 'static + MerkleTreeTrait>(cfg: PoStConfig) -> anyhow::Result<String> {
+    cfg.get_cache_identifier::<Tree>()
+}
+
+fn update_id<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+) -> anyhow::Result<String> {
+    let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
+    Ok(<EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        EmptySectorUpdateCircuit<Tree>,
+        _,
+    >>::cache_identifier(&pp))
+}
+
+/// Filecoin's cache identifier of a kind's parameters at a sector size.
+pub fn identifier(kind: ProofKind, sector_size: u64) -> Result<String, FilError> {
+    ids::sector_size(&sector_size.to_string())?;
+    Ok(match kind {
+        ProofKind::Porep => with_shape!(sector_size, porep_id, porep_config(sector_size)?)?,
+        ProofKind::WindowPost | ProofKind::WinningPost => {
+            with_shape!(sector_size, post_id, post_config(kind, sector_size)?)?
+        }
+        ProofKind::Snap => with_shape!(sector_size, update_id, sector_size)?,
+    })
+}
+
+/// The parameter file of a kind at a sector size, in the cache directory.
+pub fn params_path(kind: ProofKind, sector_size: u64) -> Result<PathBuf, FilError> {
+    Ok(cache_dir().join(parameter_id(&identifier(kind, sector_size)?)))
+}
+
+/// The parameter file, or an error naming it and the directory.
+pub fn require(kind: ProofKind, sector_size: u64) -> Result<PathBuf, FilError> {
+    let path = params_path(kind, sector_size)?;
+    if !path.is_file() {
+        return Err(FilError::MissingParameters {
+            file: path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            dir: cache_dir(),
+            sector_size: sector_size_name(sector_size),
+        });
+    }
+    Ok(path)
+}
+
+fn gen_porep<Tree: 'static + MerkleTreeTrait>(cfg: PoRepConfig) -> anyhow::Result<()> {
+    type C<T> = StackedCompound<T, DefaultPieceHasher>;
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(&cfg)?;
+    let blank = <C<Tree> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        StackedCircuit<Tree, DefaultPieceHasher>,
+    >>::blank_circuit(&pp);
+    let mut rng = rand::rngs::OsRng;
+    <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_param_metadata(blank.clone(), &pp)?;
+    <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_groth_params(Some(&mut rng), blank.clone(), &pp)?;
+    <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_verifying_key(Some(&mut rng), blank, &pp)?;
+    Ok(())
+}
+
+fn gen_post<Tree: 'static + MerkleTreeTrait>(cfg: PoStConfig) -> anyhow::Result<()> {
+    let pp = match cfg.typ {
+        PoStType::Window => filecoin_proofs::parameters::window_post_public_params::<Tree>(&cfg)?,
+        PoStType::Winning => filecoin_proofs::parameters::winning_post_public_params::<Tree>(&cfg)?,
+    };
+    let blank = <FallbackPoStCompound<Tree> as CompoundProof<
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
+    >>::blank_circuit(&pp);
+    let mut rng = rand::rngs::OsRng;
+    <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_param_metadata(blank.clone(), &pp)?;
+    <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_groth_params(Some(&mut rng), blank.clone(), &pp)?;
+    <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_verifying_key(Some(&mut rng), blank, &pp)?;
+    Ok(())
+}
+
+fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+) -> anyhow::Result<()> {
+    let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
+    let mut rng = rand::rngs::OsRng;
+    <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::groth_params(Some(&mut rng), &pp)?;
+    <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::verifying_key(Some(&mut rng), &pp)?;
+    Ok(())
+}
+
+/// What generating one kind's parameters did.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    pub kind: ProofKind,
+    pub path: PathBuf,
+    /// None: the file was already there.
+    pub took: Option<Duration>,
+    pub bytes: u64,
+}
+
+/// The note written beside locally generated parameters.
+pub const LOCAL_NOTE: &str = "LOCALLY-GENERATED.txt";
+
+/// Generates (test) parameters for `kinds` at `sector_size` into the cache
+/// directory, skipping files already there. They carry Filecoin's file names
+/// but come from this machine's randomness, not the published ceremony:
+/// keep them in a directory of their own (a note saying so is written there).
+pub fn generate(kinds: &[ProofKind], sector_size: u64) -> Result<Vec<Generated>, FilError> {
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| FilError::Other(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
+    std::fs::write(
+        dir.join(LOCAL_NOTE),
+        "The parameter files in this directory were generated locally by `cuzk fil params`\n\
+         from this machine's randomness. They carry Filecoin's file names but are NOT the\n\
+         published parameters: proofs made with them verify only against them. Use them for\n\
+         tests, never beside the real ones.\n",
+    )
+    .map_err(|e| FilError::Other(e.into()))?;
+    let mut out = vec![];
+    for &kind in kinds {
+        let path = params_path(kind, sector_size)?;
+        let existed = path.is_file();
+        let started = Instant::now();
+        if !existed {
+            tracing::info!(%kind, path = %path.display(), "generating parameters");
+            match kind {
+                ProofKind::Porep => {
+                    with_shape!(sector_size, gen_porep, porep_config(sector_size)?)?
+                }
+                ProofKind::WindowPost | ProofKind::WinningPost => {
+                    with_shape!(sector_size, gen_post, post_config(kind, sector_size)?)?
+                }
+                ProofKind::Snap => with_shape!(sector_size, gen_update, sector_size)?,
+            }
+        }
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        out.push(Generated {
+            kind,
+            path,
+            took: (!existed).then(|| started.elapsed()),
+            bytes,
+        });
+    }
+    Ok(out)
+}

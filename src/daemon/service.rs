@@ -1,0 +1,261 @@
+//! The `cuzk.v1.ProvingEngine` gRPC service over the daemon's core, and the
+//! bearer-token check every call passes first.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tonic::{Request, Response, Status};
+
+use super::core::{Core, Refused};
+use super::jobs::{Ending, JobEntry, Outcome};
+use super::proto::{self, await_proof_response::Status as AwaitStatus};
+
+/// The service; cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    pub core: Arc<Core>,
+}
+
+fn refused(e: Refused) -> Status {
+    match e {
+        Refused::Invalid(m) => Status::invalid_argument(m),
+        Refused::Exhausted(m) => Status::resource_exhausted(m),
+        Refused::Draining => Status::unavailable(e.to_string()),
+        Refused::Internal(m) => Status::internal(m),
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// The AwaitProof answer for a job's outcome (or TIMEOUT when it has none).
+fn answer(job: &JobEntry, outcome: Option<&Outcome>) -> proto::AwaitProofResponse {
+    let Some(o) = outcome else {
+        return proto::AwaitProofResponse {
+            job_id: job.id.clone(),
+            status: AwaitStatus::Timeout as i32,
+            error_message: "the job has not finished yet".into(),
+            total_ms: ms(job.submitted.elapsed()),
+            ..Default::default()
+        };
+    };
+    let t = &o.timings;
+    proto::AwaitProofResponse {
+        job_id: job.id.clone(),
+        status: match o.ending {
+            Ending::Completed => AwaitStatus::Completed,
+            Ending::Failed => AwaitStatus::Failed,
+            Ending::Cancelled => AwaitStatus::Cancelled,
+        } as i32,
+        proof: o.proof.clone(),
+        error_message: o.error.clone(),
+        queue_wait_ms: ms(t.queue_wait),
+        srs_load_ms: ms(t.srs_load),
+        synthesis_ms: ms(t.synthesis),
+        gpu_compute_ms: ms(t.gpu_compute),
+        total_ms: ms(t.total),
+    }
+}
+
+/// Cancels a job `Prove` created when the last `Prove` call waiting on it
+/// goes away unanswered (its client hung up: no one will read the proof,
+/// and the GPU time is better spent on the next job).
+struct ProveGuard(Arc<JobEntry>, Arc<Core>);
+
+impl Drop for ProveGuard {
+    fn drop(&mut self) {
+        let last = self.0.prove_waiters.fetch_sub(1, Ordering::SeqCst) == 1;
+        if last && self.0.made_by_prove && self.0.outcome().is_none() {
+            tracing::warn!(job = %self.0.id, "the Prove call was dropped by its client: cancelling the job");
+            self.1.cancel(&self.0.id);
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl proto::proving_engine_server::ProvingEngine for Service {
+    async fn submit_proof(
+        &self,
+        request: Request<proto::SubmitProofRequest>,
+    ) -> Result<Response<proto::SubmitProofResponse>, Status> {
+        let (job, position) = self
+            .core
+            .submit(request.into_inner(), false)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(proto::SubmitProofResponse {
+            job_id: job.id.clone(),
+            queue_position: position,
+            assigned_gpu: String::new(),
+        }))
+    }
+
+    async fn await_proof(
+        &self,
+        request: Request<proto::AwaitProofRequest>,
+    ) -> Result<Response<proto::AwaitProofResponse>, Status> {
+        let req = request.into_inner();
+        let job = self
+            .core
+            .jobs
+            .get(&req.job_id)
+            .ok_or_else(|| Status::not_found(format!("job_id: no job `{}`", req.job_id)))?;
+        let timeout = (req.timeout_ms > 0).then(|| Duration::from_millis(req.timeout_ms));
+        let outcome = job.wait(timeout).await;
+        Ok(Response::new(answer(&job, outcome.as_deref())))
+    }
+
+    async fn prove(
+        &self,
+        request: Request<proto::ProveRequest>,
+    ) -> Result<Response<proto::ProveResponse>, Status> {
+        let submit = request
+            .into_inner()
+            .submit
+            .ok_or_else(|| Status::invalid_argument("submit: is missing"))?;
+        let (job, _) = self.core.submit(submit, true).await.map_err(refused)?;
+        job.prove_waiters.fetch_add(1, Ordering::SeqCst);
+        let _guard = ProveGuard(job.clone(), self.core.clone());
+        let outcome = job.wait(None).await;
+        Ok(Response::new(proto::ProveResponse {
+            result: Some(answer(&job, outcome.as_deref())),
+        }))
+    }
+
+    async fn cancel_proof(
+        &self,
+        request: Request<proto::CancelProofRequest>,
+    ) -> Result<Response<proto::CancelProofResponse>, Status> {
+        let id = request.into_inner().job_id;
+        let was_running = self
+            .core
+            .cancel(&id)
+            .ok_or_else(|| Status::not_found(format!("job_id: no job `{id}`")))?;
+        Ok(Response::new(proto::CancelProofResponse { was_running }))
+    }
+
+    async fn get_status(
+        &self,
+        _: Request<proto::GetStatusRequest>,
+    ) -> Result<Response<proto::GetStatusResponse>, Status> {
+        Ok(Response::new(self.core.snapshot().to_proto()))
+    }
+
+    async fn get_metrics(
+        &self,
+        _: Request<proto::GetMetricsRequest>,
+    ) -> Result<Response<proto::GetMetricsResponse>, Status> {
+        Ok(Response::new(proto::GetMetricsResponse {
+            prometheus_text: super::metrics_text(&self.core),
+        }))
+    }
+
+    async fn preload_srs(
+        &self,
+        request: Request<proto::PreloadSrsRequest>,
+    ) -> Result<Response<proto::PreloadSrsResponse>, Status> {
+        let id = request.into_inner().circuit_id;
+        let (already_loaded, took) = self.core.preload(&id).await.map_err(srs_error)?;
+        Ok(Response::new(proto::PreloadSrsResponse {
+            already_loaded,
+            load_time_ms: ms(took),
+        }))
+    }
+
+    async fn evict_srs(
+        &self,
+        request: Request<proto::EvictSrsRequest>,
+    ) -> Result<Response<proto::EvictSrsResponse>, Status> {
+        let id = request.into_inner().circuit_id;
+        let (was_loaded, freed_bytes) = self.core.evict(&id).await.map_err(srs_error)?;
+        Ok(Response::new(proto::EvictSrsResponse {
+            was_loaded,
+            freed_bytes,
+        }))
+    }
+}
+
+fn srs_error(message: String) -> Status {
+    if message.contains("missing parameter file") || message.contains("does not exist") {
+        Status::not_found(message)
+    } else {
+        Status::invalid_argument(message)
+    }
+}
+
+/// Equal in time independent of where the bytes differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The interceptor that checks `authorization: Bearer <token>` when a token
+/// is configured.
+#[derive(Clone)]
+pub struct Auth {
+    token: Option<Arc<str>>,
+}
+
+impl Auth {
+    pub fn new(token: Option<&str>) -> Self {
+        Self {
+            token: token.map(Arc::from),
+        }
+    }
+}
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let Some(token) = &self.token else {
+            return Ok(request);
+        };
+        let given = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| {
+                Status::unauthenticated(
+                    "this daemon needs `authorization: Bearer <token>` metadata",
+                )
+            })?;
+        if constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
+            Ok(request)
+        } else {
+            Err(Status::unauthenticated("the bearer token is wrong"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        let mut auth = Auth::new(Some("s3"));
+        use tonic::service::Interceptor;
+        assert_eq!(
+            auth.call(Request::new(())).unwrap_err().code(),
+            tonic::Code::Unauthenticated
+        );
+        let mut r = Request::new(());
+        r.metadata_mut()
+            .insert("authorization", "Bearer s3".parse().unwrap());
+        assert!(auth.call(r).is_ok());
+        let mut r = Request::new(());
+        r.metadata_mut()
+            .insert("authorization", "Bearer s4".parse().unwrap());
+        assert_eq!(
+            auth.call(r).unwrap_err().code(),
+            tonic::Code::Unauthenticated
+        );
+    }
+}

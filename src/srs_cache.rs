@@ -1,0 +1,158 @@
+//! SRSs by parameter file: read once (mmapped and decoded in parallel), kept
+//! while in use and, within a host-memory budget, after; the least recently
+//! used idle one is evicted first. Shared by every job that names the file.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cuzk_stages::Srs;
+
+/// A loaded SRS and how long loading took (zero when it was already loaded).
+pub struct Loaded {
+    pub srs: Arc<Srs>,
+    pub load_time: Duration,
+}
+
+/// One parameter file the cache knows.
+#[derive(Default)]
+struct Slot {
+    srs: Option<Arc<Srs>>,
+    last_used: Option<Instant>,
+}
+
+/// A loaded SRS as [`SrsCache::entries`] reports it.
+#[derive(Clone, Debug)]
+pub struct SrsEntry {
+    pub path: PathBuf,
+    /// Host bytes its points take.
+    pub bytes: usize,
+    /// Jobs (and other holders) using it beside the cache.
+    pub users: usize,
+    pub idle_for: Duration,
+}
+
+/// Parameter files loaded so far.
+#[derive(Default)]
+pub struct SrsCache {
+    /// Each file's slot has its own lock, so concurrent first uses of one file
+    /// wait for one read while other files load in parallel.
+    slots: Mutex<HashMap<PathBuf, Arc<Mutex<Slot>>>>,
+    /// Host bytes kept loaded before idle SRSs are evicted (0 = no limit).
+    budget: usize,
+}
+
+impl SrsCache {
+    /// A cache without a memory limit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A cache that evicts the least recently used idle SRS when the loaded
+    /// ones together pass `budget` bytes (0 = no limit). SRSs in use are
+    /// never evicted, so the total can pass the budget while they are.
+    pub fn with_budget(budget: usize) -> Self {
+        Self {
+            slots: Mutex::default(),
+            budget,
+        }
+    }
+
+    fn slot(&self, path: &Path) -> Arc<Mutex<Slot>> {
+        self.slots
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone()
+    }
+
+    /// The SRS of `path`, read on first use.
+    pub fn get(&self, path: &Path) -> anyhow::Result<Loaded> {
+        let slot = self.slot(path);
+        let mut held = slot.lock().unwrap();
+        held.last_used = Some(Instant::now());
+        if let Some(srs) = held.srs.as_ref() {
+            return Ok(Loaded {
+                srs: srs.clone(),
+                load_time: Duration::ZERO,
+            });
+        }
+        let started = Instant::now();
+        let srs = Arc::new(Srs::read(path, false)?);
+        let load_time = started.elapsed();
+        tracing::info!(path = %path.display(), bytes = srs.memory_bytes(), seconds = load_time.as_secs_f64(), "SRS loaded");
+        held.srs = Some(srs.clone());
+        drop(held);
+        self.make_room(path);
+        Ok(Loaded { srs, load_time })
+    }
+
+    /// The SRS of `path` if it is loaded, without waiting for a read.
+    pub fn try_get(&self, path: &Path) -> Option<Arc<Srs>> {
+        let slot = self.slots.lock().unwrap().get(path)?.clone();
+        let mut held = slot.try_lock().ok()?;
+        let srs = held.srs.clone()?;
+        held.last_used = Some(Instant::now());
+        Some(srs)
+    }
+
+    /// Evicts idle SRSs, least recently used first, until the loaded ones fit
+    /// the budget; `keep` (just loaded) is not a candidate.
+    fn make_room(&self, keep: &Path) {
+        if self.budget == 0 {
+            return;
+        }
+        loop {
+            let entries = self.entries();
+            let total: usize = entries.iter().map(|e| e.bytes).sum();
+            if total <= self.budget {
+                return;
+            }
+            let Some(victim) = entries
+                .iter()
+                .filter(|e| e.users == 0 && e.path != keep)
+                .max_by_key(|e| e.idle_for)
+            else {
+                return;
+            };
+            tracing::info!(path = %victim.path.display(), bytes = victim.bytes, budget = self.budget, "SRS evicted (least recently used)");
+            self.evict(&victim.path);
+        }
+    }
+
+    /// Forgets `path`'s SRS; the SRS itself (freed once no job uses it), if it
+    /// was loaded.
+    pub fn evict(&self, path: &Path) -> Option<Arc<Srs>> {
+        let slot = self.slots.lock().unwrap().remove(path)?;
+        slot.lock().unwrap().srs.take()
+    }
+
+    /// Every loaded SRS, most recently used first.
+    pub fn entries(&self) -> Vec<SrsEntry> {
+        let slots: Vec<_> = self
+            .slots
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(p, s)| (p.clone(), s.clone()))
+            .collect();
+        let mut out: Vec<SrsEntry> = slots
+            .into_iter()
+            .filter_map(|(path, slot)| {
+                // A slot being loaded is not an entry yet.
+                let held = slot.try_lock().ok()?;
+                let srs = held.srs.as_ref()?;
+                Some(SrsEntry {
+                    path,
+                    bytes: srs.memory_bytes(),
+                    users: Arc::strong_count(srs) - 1,
+                    idle_for: held.last_used.map_or(Duration::ZERO, |t| t.elapsed()),
+                })
+            })
+            .collect();
+        out.sort_by_key(|e| e.idle_for);
+        out
+    }
+}

@@ -1,0 +1,484 @@
+//! The daemon over the wire, in-process, on loopback TCP and on a unix
+//! socket: every RPC, Filecoin proofs accepted by Filecoin's verifiers,
+//! priority order, idempotent request ids, authentication, malformed
+//! requests, and cancelling mid-flight. The child-process cases (SIGTERM,
+//! a thousand queued jobs) are in `tests/daemon_process.rs`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::fil::{self, fixtures, verify};
+use cuzk::daemon::client::{Client, connect, request_from_fixtures};
+use cuzk::daemon::proto::{
+    self, Priority, SubmitProofRequest, await_proof_response::Status as AwaitStatus,
+};
+use cuzk::daemon::{Running, start};
+use cuzk::filecoin::ProofKind;
+use tonic::Code;
+
+fn config(listen: &str) -> cuzk::config::Config {
+    let mut c = common::config("single_lock");
+    c.daemon.listen = listen.into();
+    c.fil.parameter_cache = Some(fil::param_cache());
+    c
+}
+
+async fn daemon(c: cuzk::config::Config) -> (Running, Client) {
+    fixtures();
+    let running = start(c, cuzk::EngineOptions::default()).await.unwrap();
+    let client = connect(
+        &running.listen.to_string(),
+        running.core.config.daemon.token.as_deref(),
+    )
+    .await
+    .unwrap();
+    (running, client)
+}
+
+fn req(kind: ProofKind, id: &str) -> SubmitProofRequest {
+    request_from_fixtures(&fixtures().1, kind, id, Priority::Unspecified).unwrap()
+}
+
+async fn prove(c: &mut Client, r: SubmitProofRequest) -> proto::AwaitProofResponse {
+    c.prove(proto::ProveRequest { submit: Some(r) })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rpc_over_tcp_proves_porep_and_winning_post_that_filecoin_accepts() {
+    let (running, mut c) = daemon(config("127.0.0.1:0")).await;
+
+    // PreloadSRS by curio's circuit id, then again: already loaded.
+    let p = c
+        .preload_srs(proto::PreloadSrsRequest {
+            circuit_id: "winning-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!p.already_loaded);
+    let p = c
+        .preload_srs(proto::PreloadSrsRequest {
+            circuit_id: "winning-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(p.already_loaded);
+    let e = c
+        .preload_srs(proto::PreloadSrsRequest {
+            circuit_id: "porep-8m".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    assert!(
+        e.message().contains("missing parameter file"),
+        "{}",
+        e.message()
+    );
+
+    // Prove a WinningPoSt: Filecoin's verifier accepts it, a flipped byte not.
+    let r = prove(&mut c, req(ProofKind::WinningPost, "winpost-1000-a")).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(verify::winning(&r.proof));
+    assert!(!verify::winning(&fil::flipped(&r.proof)));
+    assert!(
+        r.total_ms >= r.synthesis_ms && r.synthesis_ms > 0 && r.gpu_compute_ms > 0,
+        "{r:?}"
+    );
+
+    // SubmitProof + AwaitProof a PoRep C2 (curio's wrapper).
+    let s = c
+        .submit_proof(req(ProofKind::Porep, "porep-1000-1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(s.job_id, "porep-1000-1");
+    let timeout = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: s.job_id.clone(),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(timeout.status, AwaitStatus::Timeout as i32);
+    let status = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let porep_queue = status
+        .queues
+        .iter()
+        .find(|q| q.proof_kind == "porep")
+        .expect("a porep queue");
+    assert_eq!(porep_queue.pending + porep_queue.in_progress, 1);
+    let r = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: s.job_id,
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert_eq!(r.proof.len(), 192);
+    assert!(
+        verify::porep(&r.proof),
+        "verify_seal accepts the daemon's proof"
+    );
+    assert!(!verify::porep(&fil::flipped(&r.proof)));
+
+    // GetStatus, GetMetrics.
+    let status = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_completed, 2);
+    assert_eq!(status.gpus.len(), 1, "one (CPU) device");
+    let ids: Vec<_> = status
+        .loaded_srs
+        .iter()
+        .map(|s| s.circuit_id.as_str())
+        .collect();
+    assert!(
+        ids.contains(&"winning-2k") && ids.contains(&"porep-2k"),
+        "{ids:?}"
+    );
+    let m = c
+        .get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    assert!(
+        m.contains("cuzk_proofs_completed_total") && m.contains("cuzk_daemon_rss_bytes"),
+        "{m}"
+    );
+
+    // EvictSRS frees it; a second evict finds nothing.
+    let ev = c
+        .evict_srs(proto::EvictSrsRequest {
+            circuit_id: "winning-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ev.was_loaded && ev.freed_bytes > 0);
+    let ev = c
+        .evict_srs(proto::EvictSrsRequest {
+            circuit_id: "winning-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!ev.was_loaded);
+
+    // Unknown job ids.
+    let e = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: "nope".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = c
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "nope".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_serves_window_post_and_ids_are_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("cuzk.sock");
+    let (running, mut c) = daemon(config(&format!("unix://{}", sock.display()))).await;
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777,
+        0o660
+    );
+
+    let a = c
+        .submit_proof(req(ProofKind::WindowPost, "wdpost-1000-0-x"))
+        .await
+        .unwrap()
+        .into_inner();
+    let b = c
+        .submit_proof(req(ProofKind::WindowPost, "wdpost-1000-0-x"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.job_id, b.job_id, "the same request id is the same job");
+    let r = prove(&mut c, req(ProofKind::WindowPost, "wdpost-1000-0-x")).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(verify::window(&r.proof));
+    assert!(!verify::window(&fil::flipped(&r.proof)));
+    // Submitted again after it finished: still that job, no second proof.
+    let again = c
+        .submit_proof(req(ProofKind::WindowPost, "wdpost-1000-0-x"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, a.job_id);
+    let status = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        status.total_proofs_completed, 1,
+        "three submissions of one id, one proof"
+    );
+    assert_eq!(
+        running
+            .core
+            .engine
+            .status()
+            .nodes
+            .iter()
+            .find(|n| n.name == "assemble")
+            .unwrap()
+            .done,
+        1
+    );
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+    assert!(!sock.exists(), "the socket is removed at shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_required_when_configured_and_for_non_loopback_addresses() {
+    let mut cfg = config("127.0.0.1:0");
+    cfg.daemon.token = Some("s3cret".into());
+    let (running, mut good) = daemon(cfg).await;
+    let addr = running.listen.to_string();
+    for token in [None, Some("wrong")] {
+        let mut bad = connect(&addr, token).await.unwrap();
+        let e = bad
+            .get_status(proto::GetStatusRequest {})
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::Unauthenticated, "{token:?}");
+        let e = bad
+            .submit_proof(req(ProofKind::WindowPost, "sneaky"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::Unauthenticated);
+    }
+    assert!(
+        running.core.jobs.get("sneaky").is_none(),
+        "nothing ran for an unauthenticated call"
+    );
+    assert!(good.get_status(proto::GetStatusRequest {}).await.is_ok());
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+
+    let err = start(config("0.0.0.0:0"), cuzk::EngineOptions::default())
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{err:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_requests_are_invalid_arguments_naming_the_field() {
+    let (running, mut c) = daemon(config("127.0.0.1:0")).await;
+    let wrapper: serde_json::Value =
+        serde_json::from_slice(&fil::read(&fixtures().0.porep.wrapper)).unwrap();
+    let mut cases: Vec<(&str, SubmitProofRequest)> = vec![];
+    let mut r = req(ProofKind::Porep, "m1");
+    r.vanilla_proof.clear();
+    cases.push(("vanilla_proof: is empty", r));
+    let mut r = req(ProofKind::Porep, "m2");
+    r.vanilla_proof = b"{\"SectorNum\": 1, ".to_vec();
+    cases.push(("vanilla_proof: the C1 input: is not JSON", r));
+    let mut r = req(ProofKind::Porep, "m3");
+    let mut w = wrapper.clone();
+    w["Phase1Out"] = "@@not base64@@".into();
+    r.vanilla_proof = w.to_string().into_bytes();
+    cases.push(("Phase1Out: is not base64", r));
+    let mut r = req(ProofKind::WindowPost, "m4");
+    r.vanilla_proofs[0] = vec![1, 2, 3];
+    cases.push((
+        "vanilla_proofs[0]: is not a bincode FallbackPoStSectorProof",
+        r,
+    ));
+    let mut r = req(ProofKind::WindowPost, "m5");
+    r.vanilla_proofs.clear();
+    cases.push(("vanilla_proofs: is empty", r));
+    let mut r = req(ProofKind::Porep, "m6");
+    r.vanilla_proofs = vec![vec![1]];
+    cases.push(("is proof_kind right?", r));
+    let mut r = req(ProofKind::WinningPost, "m7");
+    r.registered_proof = 77;
+    cases.push(("registered_proof: 77 is not a registered PoSt proof", r));
+    let mut r = req(ProofKind::WinningPost, "m8");
+    r.registered_proof = 10; // a Window PoSt proof for a Winning request
+    cases.push(("is not a Winning PoSt", r));
+    let mut r = req(ProofKind::Porep, "m9");
+    r.sector_size = 8 << 20;
+    cases.push(("does not match the proof's 2KiB sector", r));
+    let mut r = req(ProofKind::Snap, "m10");
+    r.comm_r_new = vec![9; 5];
+    cases.push(("comm_r_new: is 5 bytes", r));
+    let mut r = req(ProofKind::WindowPost, "m11");
+    r.proof_kind = 0;
+    cases.push(("proof_kind: is unspecified", r));
+    for (want, r) in cases {
+        let e = c.submit_proof(r).await.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{want}: {}", e.message());
+        assert!(
+            e.message().contains(want),
+            "wanted `{want}` in: {}",
+            e.message()
+        );
+    }
+    let e = c
+        .prove(proto::ProveRequest { submit: None })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    // The daemon goes on: the next job proves.
+    let r = prove(&mut c, req(ProofKind::WindowPost, "after")).await;
+    assert!(verify::window(&r.proof), "{}", r.error_message);
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+}
+
+/// Host bytes of one partition of a kind's circuit at 2 KiB.
+fn partition_bytes(kind: ProofKind) -> u64 {
+    let path = cuzk::filecoin::params::require(kind, fil::SIZE).unwrap();
+    let srs = cuzk::stages::Srs::read(&path, false).unwrap();
+    cuzk::stages::partition::PartitionLayout::new(srs.shape()).bytes as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
+    fixtures();
+    // Room for one PoRep partition and one WinningPoSt partition at a time.
+    let mut cfg = config("127.0.0.1:0");
+    let (porep, winning) = (
+        partition_bytes(ProofKind::Porep),
+        partition_bytes(ProofKind::WinningPost),
+    );
+    cfg.memory.budget = cuzk::config::ByteSize(porep + winning + (1 << 20));
+    let (running, mut c) = daemon(cfg).await;
+    let core = running.core.clone();
+    let porep_ids: Vec<String> = (0..10).map(|i| format!("porep-1000-{i}")).collect();
+    for id in &porep_ids {
+        c.submit_proof(req(ProofKind::Porep, id)).await.unwrap();
+    }
+    // Wait until the first PoRep runs: the other nine wait for memory.
+    while !core.jobs.get(&porep_ids[0]).unwrap().is_running() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let queued: Vec<&String> = porep_ids
+        .iter()
+        .filter(|id| core.jobs.get(id).unwrap().is_pending())
+        .collect();
+    assert_eq!(queued.len(), 9, "budget admits one PoRep at a time");
+
+    let r = prove(&mut c, req(ProofKind::WinningPost, "winpost-1000-urgent")).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(verify::winning(&r.proof));
+    for id in &queued {
+        assert!(
+            core.jobs.get(id).unwrap().outcome().is_none(),
+            "the WinningPoSt finished before PoRep {id}, queued ahead of it"
+        );
+    }
+    assert!(
+        core.jobs.get(&porep_ids[0]).unwrap().outcome().is_none(),
+        "and before the PoRep running beside it"
+    );
+
+    // Cancel every PoRep: the queued ones, then the running one mid-flight
+    // (in that order, so its freed memory admits none of them).
+    for id in &porep_ids[1..] {
+        let r = c
+            .cancel_proof(proto::CancelProofRequest { job_id: id.clone() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!r.was_running, "{id} was still queued");
+    }
+    let first = c
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: porep_ids[0].clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(first.was_running, "the first PoRep was mid-flight");
+    for id in &porep_ids {
+        let r = c
+            .await_proof(proto::AwaitProofRequest {
+                job_id: id.clone(),
+                timeout_ms: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            r.status,
+            AwaitStatus::Cancelled as i32,
+            "{id}: {}",
+            r.error_message
+        );
+    }
+    core.engine.idle().await;
+    let arenas = core.engine.arena_stats();
+    assert_eq!(
+        arenas.in_use, 0,
+        "cancelled partitions gave their arenas back"
+    );
+    assert_eq!(
+        core.in_flight.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "and their admitted bytes"
+    );
+    let status = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (status.total_proofs_completed, status.total_proofs_failed),
+        (1, 0)
+    );
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+}

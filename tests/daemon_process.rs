@@ -1,0 +1,274 @@
+//! `cuzk daemon` as a child process: SIGTERM with jobs in flight loses none;
+//! a thousand jobs queued at once keep the daemon's memory bounded and every
+//! proof verifies; a circuit without parameters is refused by name.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fil::{self, fixtures, verify};
+use cuzk::daemon::client::{Client, connect, request_from_fixtures};
+use cuzk::daemon::proto::{self, Priority, await_proof_response::Status as AwaitStatus};
+use cuzk::filecoin::ProofKind;
+
+/// Starts `cuzk daemon` on a unix socket in `dir` with `extra` config lines.
+fn spawn(dir: &Path, params: &Path, extra: &str) -> (Child, String) {
+    let sock = dir.join("d.sock");
+    let config = dir.join("daemon.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gpu]\nbackend = \"cpu\"\n[threads]\nsynthesis = 2\ngroth16 = 2\n[pipeline]\nvariant = \"single_lock\"\n\
+             [fil]\nparameter_cache = \"{}\"\n[daemon]\nlisten = \"unix://{}\"\n{extra}\n",
+            params.display(),
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["daemon", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    (child, format!("unix://{}", sock.display()))
+}
+
+async fn client(addr: &str) -> Client {
+    let started = Instant::now();
+    loop {
+        if let Ok(mut c) = connect(addr, None).await
+            && c.get_status(proto::GetStatusRequest {}).await.is_ok()
+        {
+            return c;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the daemon did not come up"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn sigterm(child: &Child) {
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+}
+
+fn req(kind: ProofKind, id: &str) -> proto::SubmitProofRequest {
+    request_from_fixtures(&fixtures().1, kind, id, Priority::Unspecified).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_accepted_jobs_and_exits_zero() {
+    fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr) = spawn(dir.path(), &fil::param_cache(), "drain_timeout_s = 600");
+    let mut c = client(&addr).await;
+    let ids: Vec<String> = (0..4).map(|i| format!("wdpost-drain-{i}")).collect();
+    for id in &ids {
+        c.submit_proof(req(ProofKind::WindowPost, id))
+            .await
+            .unwrap();
+    }
+    let waiters: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let (mut c, id) = (c.clone(), id.clone());
+            tokio::spawn(async move {
+                c.await_proof(proto::AwaitProofRequest {
+                    job_id: id,
+                    timeout_ms: 0,
+                })
+                .await
+                .unwrap()
+                .into_inner()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    sigterm(&child);
+    // Draining: no new work is accepted.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if let Ok(Err(e)) = tokio::time::timeout(
+        Duration::from_secs(5),
+        c.submit_proof(req(ProofKind::WindowPost, "late")),
+    )
+    .await
+    {
+        assert_eq!(e.code(), tonic::Code::Unavailable, "{}", e.message());
+    }
+    for w in waiters {
+        let r = w.await.unwrap();
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{}: {}",
+            r.job_id,
+            r.error_message
+        );
+        assert!(verify::window(&r.proof), "{}", r.job_id);
+    }
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "exit status {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_timeout_fails_unfinished_jobs_to_their_waiters() {
+    fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr) = spawn(dir.path(), &fil::param_cache(), "drain_timeout_s = 0");
+    let mut c = client(&addr).await;
+    c.submit_proof(req(ProofKind::Porep, "porep-cut"))
+        .await
+        .unwrap();
+    let waiter = {
+        let mut c = c.clone();
+        tokio::spawn(async move {
+            c.await_proof(proto::AwaitProofRequest {
+                job_id: "porep-cut".into(),
+                timeout_ms: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    sigterm(&child);
+    let r = waiter.await.unwrap();
+    assert_eq!(r.status, AwaitStatus::Failed as i32);
+    assert!(
+        r.error_message
+            .contains("shut down before this job finished"),
+        "{}",
+        r.error_message
+    );
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "exit status {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_queued_jobs_keep_memory_flat_and_all_verify() {
+    fixtures();
+    // Its own parameter cache holding only WindowPoSt's files: a circuit
+    // without parameters is refused by name.
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params");
+    std::fs::create_dir(&params).unwrap();
+    let window = cuzk::filecoin::params::require(ProofKind::WindowPost, fil::SIZE).unwrap();
+    for ext in ["params", "vk", "meta"] {
+        let f = window.with_extension(ext);
+        std::os::unix::fs::symlink(&f, params.join(f.file_name().unwrap())).unwrap();
+    }
+    let (mut child, addr) = spawn(dir.path(), &params, "max_queued = 1000");
+    let mut c = client(&addr).await;
+    let e = c
+        .submit_proof(req(ProofKind::WinningPost, "no-params"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(
+        e.message().contains("missing parameter file")
+            && e.message().contains(&params.display().to_string()),
+        "{}",
+        e.message()
+    );
+
+    // A warm-up proof, then the daemon's resident set as the baseline.
+    let r = c
+        .prove(proto::ProveRequest {
+            submit: Some(req(ProofKind::WindowPost, "warm")),
+        })
+        .await
+        .unwrap();
+    assert!(verify::window(&r.into_inner().result.unwrap().proof));
+    let rss = |m: &str| -> u64 {
+        m.lines()
+            .find(|l| l.starts_with("cuzk_daemon_rss_bytes "))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .unwrap() as u64
+    };
+    let baseline = rss(&c
+        .get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text);
+
+    const N: usize = 1000;
+    let template = req(ProofKind::WindowPost, "");
+    for i in 0..N {
+        let mut r = template.clone();
+        r.request_id = format!("wdpost-q-{i}");
+        c.submit_proof(r).await.unwrap();
+    }
+    // The queue is full now: one more is refused, clearly.
+    let mut r = template.clone();
+    r.request_id = "one-too-many".into();
+    match c.submit_proof(r).await {
+        Err(e) => {
+            assert_eq!(e.code(), tonic::Code::ResourceExhausted);
+            assert!(e.message().contains("daemon.max_queued"), "{}", e.message());
+        }
+        Ok(_) => {
+            eprintln!("the queue had drained below 1000 already; RESOURCE_EXHAUSTED not observed")
+        }
+    }
+    let mut peak = baseline;
+    let mut waiters = tokio::task::JoinSet::new();
+    for i in 0..N {
+        let mut c = c.clone();
+        waiters.spawn(async move {
+            c.await_proof(proto::AwaitProofRequest {
+                job_id: format!("wdpost-q-{i}"),
+                timeout_ms: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+        });
+    }
+    let mut done = 0;
+    let mut sample = tokio::time::interval(Duration::from_millis(250));
+    while done < N {
+        tokio::select! {
+            r = waiters.join_next() => {
+                let r = r.unwrap().unwrap();
+                assert_eq!(r.status, AwaitStatus::Completed as i32, "{}: {}", r.job_id, r.error_message);
+                assert!(verify::window(&r.proof), "{} verifies", r.job_id);
+                done += 1;
+            }
+            _ = sample.tick() => {
+                let m = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+                peak = peak.max(rss(&m));
+            }
+        }
+    }
+    let growth = peak.saturating_sub(baseline);
+    eprintln!(
+        "daemon RSS: baseline {} MiB, peak {} MiB with {N} jobs queued",
+        baseline >> 20,
+        peak >> 20
+    );
+    assert!(
+        growth < 256 << 20,
+        "the daemon grew {} MiB with {N} jobs queued",
+        growth >> 20
+    );
+    sigterm(&child);
+    assert!(
+        tokio::task::spawn_blocking(move || child.wait().unwrap())
+            .await
+            .unwrap()
+            .success()
+    );
+}

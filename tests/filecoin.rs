@@ -1,0 +1,247 @@
+//! Filecoin's proofs at 2 KiB through the engine's graph: PoRep C2,
+//! WindowPoSt over two sectors, WinningPoSt and SnapDeals, each accepted by
+//! Filecoin's own verifier, the same bytes with one byte flipped rejected;
+//! and every class of bad input answered with an error naming what is wrong
+//! while the engine goes on proving.
+//!
+//! Parameters are generated once into `CUZK_FIL_PARAMS` (default
+//! `~/.cache/cuzk/fil-2k`) and reused by later runs; fixtures are sealed
+//! afresh by each run.
+
+mod common;
+
+use common::fil::{SIZE, fixtures, flipped, hex32, read, verify};
+use cuzk::Engine;
+use cuzk::fil::{FilProof, FilProveError};
+use cuzk::filecoin::ids;
+use cuzk::filecoin::{FilError, FilJob, ProofKind, params, porep, post, snap};
+use cuzk::srs_cache::SrsCache;
+
+fn engine() -> Engine {
+    let mut c = common::config("single_lock");
+    c.engine.self_verify = true;
+    Engine::from_config(c).unwrap()
+}
+
+async fn prove(engine: &Engine, srs: &SrsCache, job: FilJob) -> Result<FilProof, FilProveError> {
+    cuzk::fil::prove(engine, srs, job).await
+}
+
+fn porep_job() -> FilJob {
+    let (meta, _) = fixtures();
+    let c1 = porep::C1::parse(&read(&meta.porep.wrapper)).unwrap();
+    porep::job(&c1, meta.miner, None, None).unwrap()
+}
+
+fn window_request() -> post::PostRequest {
+    let (meta, _) = fixtures();
+    post::PostRequest {
+        registered_proof: ids::post_proof(meta.window.registered_proof).unwrap(),
+        miner: meta.miner,
+        randomness: hex32(&meta.window.randomness),
+        vanilla_proofs: meta.window.vanilla.iter().map(|v| read(v)).collect(),
+        partition: 0,
+    }
+}
+
+fn winning_request() -> post::PostRequest {
+    let (meta, _) = fixtures();
+    post::PostRequest {
+        registered_proof: ids::post_proof(meta.winning.registered_proof).unwrap(),
+        miner: meta.miner,
+        randomness: hex32(&meta.winning.randomness),
+        vanilla_proofs: meta.winning.vanilla.iter().map(|v| read(v)).collect(),
+        partition: 0,
+    }
+}
+
+fn snap_request() -> snap::SnapRequest {
+    let (meta, _) = fixtures();
+    snap::SnapRequest {
+        registered_proof: ids::update_proof(meta.snap.registered_proof).unwrap(),
+        partition_proofs: meta.snap.vanilla.iter().map(|v| read(v)).collect(),
+        comm_r_old: hex32(&meta.snap.comm_r_old),
+        comm_r_new: hex32(&meta.snap.comm_r_new),
+        comm_d_new: hex32(&meta.snap.comm_d_new),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn porep_c2_is_accepted_by_verify_seal_and_a_flipped_byte_is_not() {
+    let (meta, _) = fixtures();
+    let (engine, srs) = (engine(), SrsCache::new());
+    let proof = prove(&engine, &srs, porep_job()).await.unwrap();
+    assert_eq!(proof.bytes.len(), 192, "one partition at 2 KiB");
+    assert!(
+        verify::porep(&proof.bytes),
+        "Filecoin's verify_seal accepts the engine's proof"
+    );
+    assert!(
+        !verify::porep(&flipped(&proof.bytes)),
+        "and rejects it with one byte flipped"
+    );
+    // The raw C1 JSON with the sector given makes the same job.
+    let raw = porep::C1::parse(&read(&meta.porep.c1)).unwrap();
+    let job = porep::job(&raw, meta.miner, Some(meta.porep.sector), None).unwrap();
+    assert_eq!(job.public_inputs, porep_job().public_inputs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn window_winning_and_snap_are_accepted_by_filecoins_verifiers() {
+    let (engine, srs) = (engine(), SrsCache::new());
+
+    // WindowPoSt, one partition of the two sectors.
+    let req = window_request();
+    assert_eq!(req.vanilla_proofs.len(), 2);
+    let proof = prove(&engine, &srs, post::window_job(&req).unwrap())
+        .await
+        .unwrap();
+    // verify::window merges the partition proof as merge_window_post_partition_proofs does.
+    assert!(
+        verify::window(&proof.bytes),
+        "verify_window_post accepts the merged partition proof"
+    );
+    assert!(!verify::window(&flipped(&proof.bytes)));
+
+    // WinningPoSt of sector 1.
+    let proof = prove(
+        &engine,
+        &srs,
+        post::winning_job(&winning_request()).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        verify::winning(&proof.bytes),
+        "verify_winning_post accepts it"
+    );
+    assert!(!verify::winning(&flipped(&proof.bytes)));
+
+    // SnapDeals.
+    let proof = prove(&engine, &srs, snap::job(&snap_request()).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        verify::snap(&proof.bytes),
+        "verify_empty_sector_update_proof accepts it"
+    );
+    assert!(!verify::snap(&flipped(&proof.bytes)));
+}
+
+fn error_of(r: Result<FilJob, FilError>) -> String {
+    r.map(|_| ()).unwrap_err().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_inputs_get_clear_errors_and_the_next_job_proves() {
+    let (meta, _) = fixtures();
+    let (engine, srs) = (engine(), SrsCache::new());
+    let wrapper: serde_json::Value = serde_json::from_slice(&read(&meta.porep.wrapper)).unwrap();
+
+    // Malformed JSON, and a wrapper whose base64 is not.
+    let err = porep::C1::parse(b"{\"registered_proof\":")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the C1 input: is not JSON"), "{err}");
+    let mut bad = wrapper.clone();
+    bad["Phase1Out"] = "%%% not base64 %%%".into();
+    let err = porep::C1::parse(bad.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("Phase1Out: is not base64"), "{err}");
+
+    // A C1 for another sector size than it says; another registered proof
+    // than the request's; another miner than it was sealed for.
+    let mut bad = wrapper.clone();
+    bad["SectorSize"] = (32u64 << 30).into();
+    let c1 = porep::C1::parse(bad.to_string().as_bytes()).unwrap();
+    let err = error_of(porep::job(&c1, meta.miner, None, None));
+    assert!(
+        err.contains("declares a 32GiB sector but the C1 output is for 2KiB"),
+        "{err}"
+    );
+    let c1 = porep::C1::parse(&read(&meta.porep.wrapper)).unwrap();
+    let other = filecoin_proofs_api::RegisteredSealProof::StackedDrg8MiBV1_1;
+    let err = error_of(porep::job(&c1, meta.miner, None, Some(other)));
+    assert!(err.contains("registered proof mismatch"), "{err}");
+    let err = error_of(porep::job(&c1, meta.miner + 1, None, None));
+    assert!(err.contains("not made for miner 1001"), "{err}");
+
+    // A missing parameter file, named with its directory.
+    let err = params::require(ProofKind::Porep, 8 << 20)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("missing parameter file v28-stacked-proof-of-replication-")
+            && err.contains(&params::cache_dir().display().to_string())
+            && err.contains("cuzk fil params --sector-size 8MiB"),
+        "{err}"
+    );
+
+    // Corrupted vanilla proofs: bytes that do not decode, and a proof that
+    // decodes but does not verify; both name the sector's place.
+    let mut req = window_request();
+    req.vanilla_proofs[1].truncate(10);
+    let err = error_of(post::window_job(&req));
+    assert!(
+        err.contains("vanilla_proofs[1]: is not a bincode FallbackPoStSectorProof"),
+        "{err}"
+    );
+    let mut req = window_request();
+    let n = req.vanilla_proofs[0].len();
+    req.vanilla_proofs[0][n - 40] ^= 0x04;
+    let err = error_of(post::window_job(&req));
+    assert!(
+        err.contains("vanilla_proofs[0]")
+            || (err.contains("partition 0") && err.contains("do not verify")),
+        "{err}"
+    );
+    let mut req = snap_request();
+    req.partition_proofs[0].truncate(3);
+    let err = error_of(snap::job(&req));
+    assert!(
+        err.contains("vanilla_proofs[0]: is not a bincode partition proof"),
+        "{err}"
+    );
+    let mut req = winning_request();
+    req.vanilla_proofs.clear();
+    let err = error_of(post::winning_job(&req));
+    assert!(err.contains("vanilla_proofs: is empty"), "{err}");
+
+    // An unsatisfiable circuit: the right witness for another comm_r.
+    let mut c1 = porep::C1::parse(&read(&meta.porep.wrapper)).unwrap();
+    c1.output.comm_r[0] ^= 0x01;
+    let job = porep::job(&c1, meta.miner, None, None).unwrap();
+    let err = prove(&engine, &srs, job).await.unwrap_err().to_string();
+    assert!(
+        err.contains("is not satisfied"),
+        "the failing constraint is named: {err}"
+    );
+
+    // The engine goes on: the next job proves.
+    let proof = prove(&engine, &srs, post::window_job(&window_request()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(proof.bytes.len(), 192);
+    engine.idle().await;
+    assert_eq!(engine.arena_stats().in_use, 0);
+}
+
+#[test]
+fn counts_come_from_the_circuits() {
+    let infos = cuzk::filecoin::info::all(SIZE).unwrap();
+    let count = |k: ProofKind| {
+        infos
+            .iter()
+            .find(|i| i.kind == k)
+            .unwrap()
+            .shape
+            .constraints
+    };
+    assert_eq!(count(ProofKind::Porep), 2_687_921);
+    assert_eq!(count(ProofKind::Snap), 1_705_039);
+    assert_eq!(count(ProofKind::WindowPost), 21_866);
+    assert_eq!(count(ProofKind::WinningPost), 90_750);
+    let porep = infos.iter().find(|i| i.kind == ProofKind::Porep).unwrap();
+    assert_eq!((porep.public_inputs(), porep.partitions), (39, 1));
+}
