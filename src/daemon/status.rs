@@ -53,6 +53,7 @@ pub struct SrsRow {
     pub tier: &'static str,
     pub host_bytes: u64,
     pub device_bytes: u64,
+    /// Jobs running with it now.
     pub users: u32,
 }
 
@@ -177,6 +178,14 @@ impl Core {
 
     fn srs_rows(&self) -> Vec<SrsRow> {
         let loaded = self.srs.entries();
+        let running: Vec<_> = self
+            .jobs
+            .all()
+            .into_iter()
+            .filter(|j| j.is_running())
+            .collect();
+        let users =
+            |path: &std::path::Path| running.iter().filter(|j| j.params == path).count() as u32;
         let gpu = self.engine.backend().choice == crate::backend::BackendChoice::Gpu;
         let mut rows: Vec<SrsRow> = loaded
             .iter()
@@ -195,7 +204,7 @@ impl Core {
                     },
                     host_bytes: e.bytes as u64,
                     device_bytes,
-                    users: e.users as u32,
+                    users: users(&e.path),
                 }
             })
             .collect();

@@ -81,6 +81,8 @@ impl QueueWait {
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobMark {
     pub job: String,
+    /// The label the job was submitted with (a daemon job id, a workload).
+    pub label: Option<String>,
     pub submit: Option<f64>,
     pub end: Option<f64>,
     /// First and last event of the job.
@@ -136,6 +138,7 @@ pub fn build(records: &[Record]) -> Timeline {
         if !r.job.is_empty() {
             let mark = jobs.entry(r.job.clone()).or_insert_with(|| JobMark {
                 job: r.job.clone(),
+                label: None,
                 submit: None,
                 end: None,
                 first: r.t_ms,
@@ -143,7 +146,10 @@ pub fn build(records: &[Record]) -> Timeline {
             });
             mark.last = r.t_ms;
             match r.event.as_str() {
-                cuzk_engine::vocab::event::JOB_SUBMIT => mark.submit = Some(r.t_ms),
+                cuzk_engine::vocab::event::JOB_SUBMIT => {
+                    mark.submit = Some(r.t_ms);
+                    mark.label = r.get(key::LABEL).map(str::to_string);
+                }
                 cuzk_engine::vocab::event::JOB_END => mark.end = Some(r.t_ms),
                 _ => {}
             }

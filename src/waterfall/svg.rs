@@ -174,7 +174,8 @@ pub fn render(t: &Timeline, summary: &Summary, title: &str) -> String {
                 g.utilisation * 100.0,
                 g.window_utilisation * 100.0,
                 g.gaps.len(),
-                g.gap_total_ms / 1e3
+                // + 0.0: no "-0.000 s" when nothing was idle.
+                g.gap_total_ms / 1e3 + 0.0
             )
         });
     let _ = writeln!(
@@ -228,26 +229,30 @@ pub fn render(t: &Timeline, summary: &Summary, title: &str) -> String {
 
     // Jobs: extents in the first row, dashed lines at each job's end.
     for (j, row) in t.jobs.iter().zip(&job_row) {
+        let name = match &j.label {
+            Some(l) if l != "job" => format!("job {} ({l})", j.job),
+            _ => format!("job {}", j.job),
+        };
         let (a, b) = (j.submit.unwrap_or(j.first), j.end.unwrap_or(j.last));
         let (xa, xb) = (x(a), x(b));
         let y0 = TOP + *row as f64 * LANE;
         let _ = writeln!(
             s,
-            r##"<rect x="{xa:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#dddddd" stroke="#999"><title>job {}: {:.3}-{:.3} s</title></rect>"##,
+            r##"<rect x="{xa:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#dddddd" stroke="#999"><title>{}: {:.3}-{:.3} s</title></rect>"##,
             y0 + 4.0,
             (xb - xa).max(1.0),
             BAR - 4.0,
-            esc(&j.job),
+            esc(&name),
             a / 1e3,
             b / 1e3
         );
         if xb - xa > 40.0 {
             let _ = writeln!(
                 s,
-                r##"<text x="{:.1}" y="{:.1}" fill="#333">job {}</text>"##,
+                r##"<text x="{:.1}" y="{:.1}" fill="#333">{}</text>"##,
                 xa + 3.0,
                 y0 + 14.0,
-                esc(&j.job)
+                esc(&name)
             );
         }
         let _ = writeln!(
