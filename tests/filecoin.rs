@@ -245,3 +245,42 @@ fn counts_come_from_the_circuits() {
     let porep = infos.iter().find(|i| i.kind == ProofKind::Porep).unwrap();
     assert_eq!((porep.public_inputs(), porep.partitions), (39, 1));
 }
+
+#[test]
+fn counts_at_32gib_are_the_published_ones() {
+    let porep = cuzk::filecoin::info::kind(ProofKind::Porep, 32 << 30).unwrap();
+    assert_eq!(porep.shape.constraints, 130_278_541);
+    assert_eq!(porep.partitions, 10);
+    let winning = cuzk::filecoin::info::kind(ProofKind::WinningPost, 32 << 30).unwrap();
+    assert_eq!(winning.shape.constraints, 370_590);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pce_equals_full_synthesis_for_porep_and_window_post_and_proves() {
+    use std::sync::Arc;
+    fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    // PoRep's partition computes its witness challenge by challenge in
+    // parallel (two at 2 KiB): the same assignment, bit for bit.
+    let job = porep_job();
+    let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
+    common::pce::matches_full_synthesis(&srs, dir.path(), || porep_job().circuits).await;
+    let job = post::window_job(&window_request()).unwrap();
+    let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
+    common::pce::matches_full_synthesis(&srs, dir.path(), || {
+        post::window_job(&window_request()).unwrap().circuits
+    })
+    .await;
+    // Through the pce graph, twice (the recording read from disk, then from
+    // memory), witness-only: Filecoin's verifier accepts both.
+    let mut c = common::config("pce");
+    c.pce.dir = Some(dir.path().into());
+    let engine = Engine::from_config(c).unwrap();
+    let cache = SrsCache::new();
+    for origin in ["disk", "memory"] {
+        let proof = prove(&engine, &cache, porep_job()).await.unwrap();
+        assert!(verify::porep(&proof.bytes), "verify_seal accepts the {origin} path's proof");
+        let notes: Vec<_> = proof.partitions[0].timings.iter().filter_map(|t| t.note("pce")).collect();
+        assert_eq!(notes, [origin]);
+    }
+}

@@ -20,6 +20,7 @@ pub mod info;
 mod job;
 pub mod params;
 pub mod porep;
+pub mod porep_circuit;
 pub mod post;
 pub mod snap;
 

@@ -15,6 +15,7 @@ use storage_proofs_porep::stacked::{
 };
 
 use crate::ids::{prover_id, sector_size_name};
+use crate::porep_circuit::PorepPartition;
 use crate::{FilError, FilJob, ProofKind, params};
 
 /// A C1 output as a host sends it.
@@ -197,17 +198,20 @@ fn job_for<Tree: 'static + MerkleTreeTrait>(
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
     >>::setup(&sp)?;
+    let pub_in = std::sync::Arc::new(pub_in);
+    let vanilla_params = std::sync::Arc::new(pp.vanilla_params.clone());
     let mut parts: Vec<(Box<dyn cuzk_stages::ProvableCircuit>, Vec<Fr>)> = vec![];
-    for (k, proofs) in vanilla.iter().enumerate() {
-        let circuit = <Compound<Tree> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            StackedCircuit<Tree, DefaultPieceHasher>,
-        >>::circuit(&pub_in, (), proofs, &pp.vanilla_params, Some(k))?;
+    for (k, proofs) in vanilla.into_iter().enumerate() {
+        let partition = PorepPartition::new(pub_in.clone(), vanilla_params.clone(), proofs, k);
+        // Built once here so inconsistent vanilla proofs fail now, not in synthesis.
+        partition
+            .circuit()
+            .map_err(|e| bad(format!("partition {k}'s vanilla proofs: {e}")))?;
         let inputs = <Compound<Tree> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             StackedCircuit<Tree, DefaultPieceHasher>,
         >>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(k))?;
-        parts.push((Box::new(circuit), inputs));
+        parts.push((Box::new(partition), inputs));
     }
     let size = u64::from(cfg.sector_size);
     let params = params::require(ProofKind::Porep, size)?;

@@ -89,3 +89,4 @@ pub async fn prove_in_flight(
     out
 }
 pub mod fil;
+pub mod pce;

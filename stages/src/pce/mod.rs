@@ -28,26 +28,44 @@ use rayon::prelude::*;
 pub use matrix::{ClassCounts, Codes, Csr, TABLE};
 pub use record::RecordingCs;
 pub use store::{Meta, Recording};
-pub use witness::WitnessCs;
+pub use witness::{PartDone, WitnessCs};
 
 use crate::srs::Srs;
 
 /// A running hash of a circuit's structure: the sequence of input and aux
 /// allocations and constraints, as the circuit's code makes them. Costs a
 /// multiply per call, so witness-only synthesis can afford it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fingerprint(u64);
+///
+/// A polynomial hash (h ← h·R + op, mod 2^64), so the hash of a sequence
+/// made of parts synthesized apart (in parallel) is composed from theirs:
+/// h(A‖B) = h(A)·R^|B| + h(B) ([`Fingerprint::then`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    hash: u64,
+    /// Operations folded in.
+    ops: u64,
+}
 
-impl Default for Fingerprint {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
+/// The hash's multiplier (odd, so every power of it is invertible mod 2^64).
+const R: u64 = 0x0000_0100_0000_01b3;
+
+fn r_pow(mut e: u64) -> u64 {
+    let (mut base, mut acc) = (R, 1u64);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
     }
+    acc
 }
 
 impl Fingerprint {
     #[inline]
     fn mix(&mut self, op: u64) {
-        self.0 = (self.0 ^ op).wrapping_mul(0x0000_0100_0000_01b3);
+        self.hash = self.hash.wrapping_mul(R).wrapping_add(op);
+        self.ops += 1;
     }
     #[inline]
     pub fn alloc(&mut self) {
@@ -61,8 +79,19 @@ impl Fingerprint {
     pub fn enforce(&mut self) {
         self.mix(3);
     }
+    /// The fingerprint of this sequence followed by `next`'s.
+    pub fn then(self, next: Fingerprint) -> Fingerprint {
+        Fingerprint {
+            hash: self.hash.wrapping_mul(r_pow(next.ops)).wrapping_add(next.hash),
+            ops: self.ops + next.ops,
+        }
+    }
+    /// Operations folded in so far.
+    pub fn ops(self) -> u64 {
+        self.ops
+    }
     pub fn value(self) -> u64 {
-        self.0
+        self.hash ^ self.ops.rotate_left(32)
     }
 }
 

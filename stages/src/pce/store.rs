@@ -18,7 +18,7 @@ use super::matrix::{Builder, Codes, Csr};
 const MAGIC: u64 = u64::from_le_bytes(*b"cuzkPCE\x01");
 /// Bumped whenever the recorder or the layout changes, so stale files are
 /// re-recorded instead of trusted.
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 const HEADER_WORDS: usize = 18;
 
 /// What a recording is of.

@@ -1,0 +1,140 @@
+//! One PoRep partition as the engine proves it: filecoin-proofs'
+//! `StackedCircuit`, except that its witness (for pre-compiled constraints)
+//! is computed challenge by challenge in parallel.
+//!
+//! A partition's circuit is a short prelude (the replica id, the
+//! commitments) followed by one sub-circuit per challenge (18 for 32 GiB, each
+//! 7 M constraints), independent of one another given the prelude. Each
+//! challenge is synthesized apart as a one-challenge `StackedCircuit` (whose
+//! prelude is skipped: see `cuzk_stages::pce::WitnessCs::split`) on the
+//! synthesis pool's threads, straight into its window of the arena; the
+//! result is the assignment sequential synthesis makes, variable for
+//! variable, and is checked against the recording like any other.
+
+use std::sync::Arc;
+
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar as Fr;
+use cuzk_stages::circuit::ProvableCircuit;
+use cuzk_stages::cs::ArenaCs;
+use cuzk_stages::pce::{RecordingCs, WitnessCs};
+use filecoin_hashers::Hasher;
+use rayon::prelude::*;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{
+    self, StackedCircuit, StackedCompound, StackedDrg, Proof as VanillaProof,
+};
+
+type G = filecoin_proofs::DefaultPieceHasher;
+
+/// A PoRep partition: what `StackedCompound::circuit` builds its circuit from.
+pub struct PorepPartition<Tree: 'static + MerkleTreeTrait> {
+    pub_in: Arc<stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>>,
+    params: Arc<stacked::PublicParams<Tree>>,
+    proofs: Vec<VanillaProof<Tree, G>>,
+    k: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Clone for PorepPartition<Tree> {
+    fn clone(&self) -> Self {
+        Self {
+            pub_in: self.pub_in.clone(),
+            params: self.params.clone(),
+            proofs: self.proofs.clone(),
+            k: self.k,
+        }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
+    pub fn new(
+        pub_in: Arc<stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>>,
+        params: Arc<stacked::PublicParams<Tree>>,
+        proofs: Vec<VanillaProof<Tree, G>>,
+        k: usize,
+    ) -> Self {
+        Self {
+            pub_in,
+            params,
+            proofs,
+            k,
+        }
+    }
+
+    /// Challenges in this partition.
+    pub fn challenges(&self) -> usize {
+        self.proofs.len()
+    }
+
+    fn circuit_of(&self, proofs: &[VanillaProof<Tree, G>]) -> Result<StackedCircuit<Tree, G>, SynthesisError> {
+        <StackedCompound<Tree, G> as CompoundProof<StackedDrg<'_, Tree, G>, StackedCircuit<Tree, G>>>::circuit(
+            &self.pub_in,
+            (),
+            &proofs.to_vec(),
+            &self.params,
+            Some(self.k),
+        )
+        .map_err(|e| SynthesisError::IoError(std::io::Error::other(format!("building the PoRep circuit: {e:#}"))))
+    }
+
+    /// The whole partition's circuit, as filecoin-proofs builds it.
+    pub fn circuit(&self) -> Result<StackedCircuit<Tree, G>, SynthesisError> {
+        self.circuit_of(&self.proofs)
+    }
+
+    /// The prelude alone: the circuit with no challenge.
+    fn prelude<CS: ConstraintSystem<Fr>>(&self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let first = &self.proofs[0];
+        let tau = self.pub_in.tau.as_ref();
+        StackedCircuit::<Tree, G>::synthesize(
+            cs,
+            Some(self.pub_in.replica_id),
+            tau.map(|t| t.comm_d),
+            tau.map(|t| t.comm_r),
+            Some(first.comm_r_last()),
+            Some(first.comm_c()),
+            Vec::new(),
+        )
+    }
+
+    /// Witness-only synthesis, the challenges in parallel.
+    fn witness_in_parallel(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        self.prelude(&mut *cs)?;
+        let done = {
+            let Some(parts) = cs.split(self.proofs.len()) else {
+                return Err(SynthesisError::Unsatisfiable);
+            };
+            parts
+                .into_par_iter()
+                .zip(self.proofs.par_iter())
+                .map(|(mut part, proof)| {
+                    self.circuit_of(std::slice::from_ref(proof))?.synthesize(&mut part)?;
+                    Ok(part.done())
+                })
+                .collect::<Result<Vec<_>, SynthesisError>>()?
+        };
+        cs.absorb(done)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
+        self.circuit()?.synthesize(cs)
+    }
+
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        if self.proofs.len() < 2 {
+            return self.circuit()?.synthesize(cs);
+        }
+        self.witness_in_parallel(cs)
+    }
+
+    fn synthesize_recording(self: Box<Self>, cs: &mut RecordingCs<'_>) -> Result<(), SynthesisError> {
+        self.circuit()?.synthesize(cs)
+    }
+
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+        Some(Box::new(self.clone()))
+    }
+}

@@ -1,0 +1,128 @@
+//! Pre-compiled constraints against full synthesis: run circuits through
+//! a graph of one synthesis stage and capture what it left in the arena.
+
+use std::sync::{Arc, Mutex};
+
+use cuzk::runtime::{
+    ArenaPool, CpuPools, GraphSpec, NodeSpec, ResourceSpec, Role, RuntimeBuilder, SOURCE, Stage,
+    StageContext,
+};
+use cuzk::stages::pce::PceCache;
+use cuzk::stages::{PartitionWork, ProvableCircuit, Srs};
+use blstrs::Scalar;
+
+/// What synthesis left in a partition's arena.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Captured {
+    a: Vec<[u64; 4]>,
+    b: Vec<[u64; 4]>,
+    c: Vec<[u64; 4]>,
+    z: Vec<[u64; 4]>,
+    densities: [Vec<u64>; 3],
+    public_inputs: Vec<Scalar>,
+    constraints: usize,
+}
+
+/// Copies the arena's regions out, by partition.
+pub struct Capture(Arc<Mutex<Vec<(usize, Captured)>>>);
+
+impl Stage<PartitionWork> for Capture {
+    fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        let layout = w.layout()?;
+        let partition = cx.partition;
+        let view = cx.arena()?.view();
+        let captured = Captured {
+            a: view.take(layout.a).to_vec(),
+            b: view.take(layout.b).to_vec(),
+            c: view.take(layout.c).to_vec(),
+            z: view.take(layout.z).to_vec(),
+            densities: [
+                view.take(layout.a_aux_density).to_vec(),
+                view.take(layout.b_input_density).to_vec(),
+                view.take(layout.b_aux_density).to_vec(),
+            ],
+            public_inputs: w.public_inputs.clone(),
+            constraints: w.constraints,
+        };
+        self.0.lock().unwrap().push((partition, captured));
+        Ok(())
+    }
+}
+
+/// Synthesizes `circuits` through a graph of `synth_stage` then a capture,
+/// returning each partition's arena contents and its `pce` note, in order.
+pub async fn synthesize(
+    synth_stage: &str,
+    cache: Arc<PceCache>,
+    srs: &Arc<Srs>,
+    circuits: Vec<Box<dyn ProvableCircuit>>,
+) -> Vec<(Captured, Option<String>)> {
+    let captured = Arc::new(Mutex::new(vec![]));
+    let mut stages = cuzk::stages::cpu_stages(cache);
+    stages.register("capture", Arc::new(Capture(captured.clone())));
+    let spec = GraphSpec::new("synth")
+        .resource(ResourceSpec::arena("arena"))
+        .node(
+            NodeSpec::new("synth", synth_stage, "SYNTH")
+                .role(Role::Synth)
+                .pool("groth16")
+                .takes("arena"),
+        )
+        .node(NodeSpec::new("capture", "capture", "CAPTURE").pool("groth16"))
+        .edge(SOURCE, "synth", 1)
+        .edge("synth", "capture", 1);
+    let pools = CpuPools::new().with("groth16", 2).unwrap();
+    let rt = RuntimeBuilder::new(spec, stages, pools)
+        .arenas(ArenaPool::new(3, 1 << 30, None))
+        .start()
+        .unwrap();
+    let items = circuits
+        .into_iter()
+        .map(|c| PartitionWork::new(srs.clone(), c, false))
+        .collect();
+    let out = rt.submit("pce", items).await.unwrap();
+    let notes: Vec<Option<String>> = out
+        .partitions
+        .iter()
+        .map(|p| p.timings[0].note("pce").map(str::to_string))
+        .collect();
+    let mut got = std::mem::take(&mut *captured.lock().unwrap());
+    got.sort_by_key(|(p, _)| *p);
+    got.into_iter()
+        .zip(notes)
+        .map(|((_, c), note)| (c, note))
+        .collect()
+}
+
+/// Classic synthesis against pre-compiled constraints: recorded, from
+/// memory, and from disk through a second cache.
+pub async fn matches_full_synthesis(
+    srs: &Arc<Srs>,
+    dir: &std::path::Path,
+    make: impl Fn() -> Vec<Box<dyn ProvableCircuit>>,
+) {
+    let classic = synthesize("synth", Arc::default(), srs, make()).await;
+    let cache = Arc::new(PceCache::new(Some(dir.into())));
+    let first = synthesize("synth_pce", cache.clone(), srs, make()).await;
+    let second = synthesize("synth_pce", cache, srs, make()).await;
+    let from_disk = synthesize(
+        "synth_pce",
+        Arc::new(PceCache::new(Some(dir.into()))),
+        srs,
+        make(),
+    )
+    .await;
+    assert_eq!(first[0].1.as_deref(), Some("recorded"));
+    assert_eq!(second[0].1.as_deref(), Some("memory"));
+    assert_eq!(from_disk[0].1.as_deref(), Some("disk"));
+    for run in [&first, &second, &from_disk] {
+        assert_eq!(run.len(), classic.len());
+        for ((got, _), (want, _)) in run.iter().zip(&classic) {
+            assert!(
+                got == want,
+                "pre-compiled synthesis differs from full synthesis"
+            );
+        }
+    }
+}
+
