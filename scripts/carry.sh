@@ -18,6 +18,7 @@ cp "$(cargo test --release --no-run -p cuzk-gpu --test gpu_ops --message-format=
 cp "$(cargo test --release --no-run --test gpu_proofs --message-format=json | exe)" .carry/gpu_proofs
 cp "$(cargo bench --no-run -p cuzk-gpu --bench msm --message-format=json | exe)" .carry/msm
 cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
+cp "$(cargo bench --no-run --bench fil_c2 --message-format=json | exe)" .carry/fil_c2
 if [ -x .cuda/nvidia/cu13/bin/nvcc ]; then
   (cd anchors && cargo build --release)
   cp anchors/target/release/supraseal-bench .carry/

@@ -22,6 +22,7 @@ pub mod params;
 pub mod porep;
 pub mod porep_circuit;
 pub mod post;
+pub mod shaped;
 pub mod snap;
 
 pub use error::FilError;

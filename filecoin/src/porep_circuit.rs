@@ -137,4 +137,8 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
         Some(Box::new(self.clone()))
     }
+
+    fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, SynthesisError> {
+        cuzk_stages::shape_of(self.circuit()?)
+    }
 }

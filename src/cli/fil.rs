@@ -51,6 +51,28 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Synthesis of one PoRep partition of a production shape at a test
+    /// sector size (no parameters needed): seconds of full and pre-compiled
+    /// synthesis on this machine's cores, and the host bytes per partition
+    /// in flight. 16KiB has 32GiB's tree shape; --layers 11 --challenges 18
+    /// gives 32GiB's layers and challenges per partition.
+    Synth {
+        #[arg(long, default_value = "16KiB")]
+        sector_size: String,
+        #[arg(long, default_value_t = 11)]
+        layers: usize,
+        #[arg(long, default_value_t = 18)]
+        challenges: usize,
+        /// Repetitions of the witness-only path (the recording is made once).
+        #[arg(long, default_value_t = 1)]
+        reps: usize,
+        /// Skip full synthesis after the recording (minutes at this size).
+        #[arg(long)]
+        no_full: bool,
+        /// Also write the figures as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Prove a Filecoin proof, check it with Filecoin's verifier, write its bytes.
     Prove {
         #[command(subcommand)]
@@ -449,6 +471,42 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&infos)?);
             } else {
                 print!("{}", cuzk::filecoin::info::render(&infos));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Synth {
+            sector_size,
+            layers,
+            challenges,
+            reps,
+            no_full,
+            json,
+        } => {
+            let size = ids::sector_size(&sector_size)?;
+            let work = tempfile::tempdir()?;
+            let started = Instant::now();
+            let shaped = cuzk::filecoin::shaped::porep_partition(size, layers, challenges, work.path())?;
+            println!(
+                "sealed a {} sector with {layers} layers and gathered {challenges} challenges in {:.1} s",
+                sector_size_name(size),
+                started.elapsed().as_secs_f64()
+            );
+            let circuit = std::sync::Mutex::new(Some(shaped.circuit));
+            let make = || {
+                let guard = circuit.lock().unwrap();
+                guard.as_ref().and_then(|c| c.duplicate()).expect("a PoRep partition copies")
+            };
+            let report = cuzk::stages::measure::measure(make, reps, !no_full)?;
+            print!(
+                "{}",
+                report.render(&format!(
+                    "PoRep partition, {} sector, {layers} layers, {challenges} challenges",
+                    sector_size_name(size)
+                ))
+            );
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -8,6 +8,7 @@ use blstrs::Scalar;
 
 use crate::cs::ArenaCs;
 use crate::pce::{RecordingCs, WitnessCs};
+use crate::shape::{CircuitShape, shape_of};
 
 /// A circuit ready to be synthesized once, into a partition's arena.
 ///
@@ -26,6 +27,9 @@ pub trait ProvableCircuit: Send {
     /// A copy to synthesize again (to fall back from pre-compiled
     /// constraints that do not match), if the circuit can be copied.
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>>;
+    /// Its counts and the SRS shape it needs (a synthesis that computes no
+    /// witness).
+    fn shape(self: Box<Self>) -> Result<CircuitShape, SynthesisError>;
 }
 
 impl<C: Circuit<Scalar> + Clone + Send + 'static> ProvableCircuit for C {
@@ -43,6 +47,9 @@ impl<C: Circuit<Scalar> + Clone + Send + 'static> ProvableCircuit for C {
     }
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
         Some(Box::new(self.clone()))
+    }
+    fn shape(self: Box<Self>) -> Result<CircuitShape, SynthesisError> {
+        shape_of(*self)
     }
 }
 
@@ -66,5 +73,8 @@ impl<C: Circuit<Scalar> + Send + 'static> ProvableCircuit for Once<C> {
     }
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
         None
+    }
+    fn shape(self: Box<Self>) -> Result<CircuitShape, SynthesisError> {
+        shape_of(self.0)
     }
 }

@@ -15,6 +15,7 @@ pub mod b_g2;
 pub mod circuit;
 pub mod cs;
 pub mod gpu;
+pub mod measure;
 pub mod ntt_msm;
 pub mod partition;
 pub mod pce;
