@@ -9,13 +9,13 @@
 //! cache, default ~/.cache/cuzk/fil-2k, generated if empty), CUZK_FIL_FIXTURES
 //! (a `cuzk fil gen` directory, else sealed afresh), CUZK_BENCH_SECTOR_SIZE
 //! (2KiB), CUZK_BENCH_REPS (3), CUZK_BENCH_SIDES (seal_commit_phase2,cuzk-cpu;
-//! add cuzk-gpu on a GPU machine).
+//! add cuzk-gpu on a GPU machine); the engine's config from CUZK_* variables.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use cuzk::config::{Backend, Config};
+use cuzk::config::Backend;
 use cuzk::filecoin::fixtures::Meta;
 use cuzk::filecoin::ids::{self, prover_id};
 use cuzk::filecoin::{ProofKind, params, porep};
@@ -63,15 +63,13 @@ fn child(side: &str) {
                 .build()
                 .unwrap();
             let _guard = rt.enter();
-            let mut config = Config::default();
+            // Defaults, then CUZK_* variables (CUZK_PIPELINE__VARIANT=...).
+            let mut config = cuzk::config::load(None).unwrap().config;
             config.gpu.backend = if side == "cuzk-gpu" {
                 Backend::Gpu
             } else {
                 Backend::Cpu
             };
-            if let Ok(v) = std::env::var("CUZK_BENCH_VARIANT") {
-                config.pipeline.variant = v;
-            }
             let engine = cuzk::Engine::from_config(config).unwrap();
             let c1 = porep::C1::parse(&c1_bytes).unwrap();
             let job = porep::job(&c1, meta.miner, Some(meta.porep.sector), None).unwrap();

@@ -4,6 +4,11 @@
 # cpu_vs_bellperson and (optionally) supraseal-bench. Results go to $OUT.
 #   scripts/h200.sh tests | chain | sha256 | cpu | anchors
 #   scripts/h200.sh side-by-side WORKLOAD LOG_SIZE PARTITIONS C J
+#   scripts/h200.sh fil        (2 KiB parameters made here, PoRep C2: seal_commit_phase2 vs cuzk CPU vs GPU)
+#   scripts/h200.sh synth32    (synthesis of a 32 GiB-shaped PoRep partition, full vs pre-compiled)
+#   scripts/h200.sh variants   (the four interlock variants, chain and sha256 2^20 x 10, 3 reps, waterfalls)
+#   scripts/h200.sh selfverify (chain 2^20 x 10 with and without self-verification, interleaved)
+#   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints)
 set -u
 section=${1:?section}
 bin=$PWD/.carry
@@ -11,6 +16,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 export RUST_LOG=warn CUZK_SRS__CACHE_DIR=/tmp/cuzk-params
 params=$CUZK_SRS__CACHE_DIR
+four="configs/serial.toml configs/single_lock.toml configs/two_lock.toml configs/throttled.toml"
 variants="configs/serial.toml configs/single_lock.toml configs/single_lock_cpu_b2.toml configs/two_lock.toml configs/throttled.toml"
 # The GPU keeps up with more synthesis than the defaults give it on 16 cores.
 gpu_env="CUZK_GPU__BACKEND=gpu CUZK_STAGES__SYNTH__WORKERS=8"
@@ -50,6 +56,43 @@ anchors)
     setup "$w" 20
     "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 
   done
+  ;;
+fil)
+  export CUZK_FIL_PARAMS=/tmp/fil-2k CUZK_FIL__PARAMETER_CACHE=/tmp/fil-2k
+  /usr/bin/time -f "2 KiB PoRep parameters: %e s" "$bin/cuzk" fil params --sector-size 2KiB --kinds porep --dir /tmp/fil-2k 2>&1 | tail -2
+  "$bin/cuzk" fil gen --sector-size 2KiB --out /tmp/fx | head -1
+  CUZK_FIL_FIXTURES=/tmp/fx CUZK_BENCH_SIDES=seal_commit_phase2,cuzk-cpu,cuzk-gpu CUZK_BENCH_REPS=3 \
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/fil_c2" --bench 2>&1 | tail -8
+  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --fixtures /tmp/fx --fil-kind porep \
+      -c 8 -j 3 --waterfall "$out/wf/porep" 2>&1 | tail -14
+  ;;
+synth32)
+  "$bin/cuzk" fil synth --sector-size 16KiB --layers 11 --challenges 18 --json "$out/synth32.json" 2>&1 | tail -11
+  ;;
+variants)
+  for w in chain sha256; do
+    setup "$w" 20
+    env $gpu_env "$bin/cuzk" compare $four --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 3 \
+        --markdown "$out/compare-$w.md" 2>&1 | tail -6
+  done
+  for v in serial single_lock two_lock throttled; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+        --partitions 10 -c 4 -j 3 --waterfall "$out/wf/chain-$v" 2>&1 | grep -E "throughput|GPU utilisation|verdict"
+  done
+  ;;
+selfverify)
+  setup chain 20
+  for r in 1 2; do for sv in true false; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_ENGINE__SELF_VERIFY=$sv "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 2>&1 | grep throughput | sed "s/^/self_verify=$sv: /"
+  done; done
+  ;;
+pce)
+  setup sha256 20
+  env $gpu_env "$bin/cuzk" compare configs/single_lock.toml configs/pce.toml --workload sha256 --log-size 20 \
+      --partitions 10 -c 10 -j 3 --reps 2 --markdown "$out/compare-pce.md" 2>&1 | tail -4
+  env $gpu_env CUZK_PIPELINE__VARIANT=pce "$bin/cuzk" bench --quiet --workload sha256 --log-size 20 \
+      --partitions 10 -c 10 -j 3 --waterfall "$out/wf/sha256-pce" 2>&1 | tail -16
   ;;
 side-by-side)
   # One parameter file; cuzk on the GPU (every variant), SupraSeal and

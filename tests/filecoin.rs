@@ -279,8 +279,98 @@ async fn pce_equals_full_synthesis_for_porep_and_window_post_and_proves() {
     let cache = SrsCache::new();
     for origin in ["disk", "memory"] {
         let proof = prove(&engine, &cache, porep_job()).await.unwrap();
-        assert!(verify::porep(&proof.bytes), "verify_seal accepts the {origin} path's proof");
-        let notes: Vec<_> = proof.partitions[0].timings.iter().filter_map(|t| t.note("pce")).collect();
+        assert!(
+            verify::porep(&proof.bytes),
+            "verify_seal accepts the {origin} path's proof"
+        );
+        let notes: Vec<_> = proof.partitions[0]
+            .timings
+            .iter()
+            .filter_map(|t| t.note("pce"))
+            .collect();
         assert_eq!(notes, [origin]);
     }
+}
+
+/// `cuzk` itself, with the test parameter cache.
+fn cuzk(args: &[&str]) -> (bool, String) {
+    cuzk_with(args, &common::fil::param_cache())
+}
+
+fn cuzk_with(args: &[&str], params: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .env("CUZK_FIL__PARAMETER_CACHE", params)
+        .env("CUZK_GPU__BACKEND", "cpu")
+        .env("CUZK_THREADS__SYNTHESIS", "2")
+        .env("CUZK_THREADS__GROTH16", "2")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_cli_proves_from_fixtures_and_benches_a_filecoin_input() {
+    let (_, dir) = fixtures();
+    let dir = dir.to_str().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let proof = out.path().join("wpost.proof");
+    let (ok, text) = cuzk(&[
+        "fil",
+        "prove",
+        "window-post",
+        "--fixtures",
+        dir,
+        "--out",
+        proof.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("Filecoin's verification: OK (192 bytes"),
+        "{text}"
+    );
+    assert!(verify::window(&std::fs::read(&proof).unwrap()));
+    let (ok, text) = cuzk(&[
+        "bench",
+        "--quiet",
+        "--fixtures",
+        dir,
+        "--fil-kind",
+        "winning-post",
+        "-c",
+        "2",
+        "-j",
+        "1",
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("fil-winning-post-2KiB")
+            && text.contains("verified:   2/2 proofs (Filecoin's own verifier)"),
+        "{text}"
+    );
+    let (ok, text) = cuzk(&["fil", "info", "--sector-size", "2KiB"]);
+    assert!(
+        ok && text.contains("2,687,921") && text.contains("21,866"),
+        "{text}"
+    );
+    // A missing parameter file is named with its directory and the fix.
+    let empty = tempfile::tempdir().unwrap();
+    let c1 = format!("{dir}/c1-wrapper.json");
+    let (ok, text) = cuzk_with(
+        &["fil", "prove", "porep", "--c1", &c1, "--miner", "1000"],
+        empty.path(),
+    );
+    assert!(!ok);
+    assert!(
+        text.contains("missing parameter file v28-stacked-proof-of-replication")
+            && text.contains(&empty.path().display().to_string())
+            && text.contains("cuzk fil params --sector-size 2KiB"),
+        "{text}"
+    );
 }

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{
-    self, StackedCircuit, StackedCompound, StackedDrg, Proof as VanillaProof,
+    self, Proof as VanillaProof, StackedCircuit, StackedCompound, StackedDrg,
 };
 
 type G = filecoin_proofs::DefaultPieceHasher;
@@ -67,15 +67,25 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
         self.proofs.len()
     }
 
-    fn circuit_of(&self, proofs: &[VanillaProof<Tree, G>]) -> Result<StackedCircuit<Tree, G>, SynthesisError> {
-        <StackedCompound<Tree, G> as CompoundProof<StackedDrg<'_, Tree, G>, StackedCircuit<Tree, G>>>::circuit(
+    fn circuit_of(
+        &self,
+        proofs: &[VanillaProof<Tree, G>],
+    ) -> Result<StackedCircuit<Tree, G>, SynthesisError> {
+        <StackedCompound<Tree, G> as CompoundProof<
+            StackedDrg<'_, Tree, G>,
+            StackedCircuit<Tree, G>,
+        >>::circuit(
             &self.pub_in,
             (),
             &proofs.to_vec(),
             &self.params,
             Some(self.k),
         )
-        .map_err(|e| SynthesisError::IoError(std::io::Error::other(format!("building the PoRep circuit: {e:#}"))))
+        .map_err(|e| {
+            SynthesisError::IoError(std::io::Error::other(format!(
+                "building the PoRep circuit: {e:#}"
+            )))
+        })
     }
 
     /// The whole partition's circuit, as filecoin-proofs builds it.
@@ -109,7 +119,8 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
                 .into_par_iter()
                 .zip(self.proofs.par_iter())
                 .map(|(mut part, proof)| {
-                    self.circuit_of(std::slice::from_ref(proof))?.synthesize(&mut part)?;
+                    self.circuit_of(std::slice::from_ref(proof))?
+                        .synthesize(&mut part)?;
                     Ok(part.done())
                 })
                 .collect::<Result<Vec<_>, SynthesisError>>()?
@@ -130,7 +141,10 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
         self.witness_in_parallel(cs)
     }
 
-    fn synthesize_recording(self: Box<Self>, cs: &mut RecordingCs<'_>) -> Result<(), SynthesisError> {
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut RecordingCs<'_>,
+    ) -> Result<(), SynthesisError> {
         self.circuit()?.synthesize(cs)
     }
 

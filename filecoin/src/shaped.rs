@@ -72,7 +72,16 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     let mut ticket = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut ticket);
     let pieces = [piece];
-    let p1 = seal_pre_commit_phase1::<_, _, _, Tree>(&cfg, &cache, &staged, &sealed, prover_id(miner), sector, ticket, &pieces)?;
+    let p1 = seal_pre_commit_phase1::<_, _, _, Tree>(
+        &cfg,
+        &cache,
+        &staged,
+        &sealed,
+        prover_id(miner),
+        sector,
+        ticket,
+        &pieces,
+    )?;
     let p2 = seal_pre_commit_phase2(&cfg, p1, &cache, &sealed)?;
     // Challenge proofs of partition 0 from C1 runs with different seeds,
     // until there are enough.
@@ -82,7 +91,17 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         let mut seed = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut seed);
         seed[31] &= 0x3f;
-        let c1 = seal_commit_phase1::<_, Tree>(&cfg, &cache, &sealed, prover_id(miner), sector, ticket, seed, p2.clone(), &pieces)?;
+        let c1 = seal_commit_phase1::<_, Tree>(
+            &cfg,
+            &cache,
+            &sealed,
+            prover_id(miner),
+            sector,
+            ticket,
+            seed,
+            p2.clone(),
+            &pieces,
+        )?;
         proofs.extend(c1.vanilla_proofs[0].iter().cloned());
         first.get_or_insert(c1);
     }

@@ -485,7 +485,8 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
             let size = ids::sector_size(&sector_size)?;
             let work = tempfile::tempdir()?;
             let started = Instant::now();
-            let shaped = cuzk::filecoin::shaped::porep_partition(size, layers, challenges, work.path())?;
+            let shaped =
+                cuzk::filecoin::shaped::porep_partition(size, layers, challenges, work.path())?;
             println!(
                 "sealed a {} sector with {layers} layers and gathered {challenges} challenges in {:.1} s",
                 sector_size_name(size),
@@ -494,7 +495,10 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
             let circuit = std::sync::Mutex::new(Some(shaped.circuit));
             let make = || {
                 let guard = circuit.lock().unwrap();
-                guard.as_ref().and_then(|c| c.duplicate()).expect("a PoRep partition copies")
+                guard
+                    .as_ref()
+                    .and_then(|c| c.duplicate())
+                    .expect("a PoRep partition copies")
             };
             let report = cuzk::stages::measure::measure(make, reps, !no_full)?;
             print!(

@@ -100,7 +100,9 @@ pub fn measure(
         let view = arena.view();
         // SAFETY: the arena outlives every use below and each use takes
         // its regions afresh, after the previous one is dropped.
-        unsafe { std::mem::transmute::<CsSlices<'_>, CsSlices<'static>>(synth_slices(&view, &layout)) }
+        unsafe {
+            std::mem::transmute::<CsSlices<'_>, CsSlices<'static>>(synth_slices(&view, &layout))
+        }
     };
     let t = Instant::now();
     let mut rec = RecordingCs::new(ArenaCs::new(slices(&mut arena), &srs));
@@ -108,7 +110,8 @@ pub fn measure(
     let (out, recording) = rec.finish(&srs, 0);
     out?;
     let record_s = t.elapsed().as_secs_f64();
-    let recording = recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?;
+    let recording =
+        recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?;
     let (mut full_t, mut witness_t, mut eval_t) = (vec![], vec![], vec![]);
     for rep in 0..reps.max(1) {
         if full || rep == 0 && reps > 1 {
@@ -149,7 +152,11 @@ pub fn measure(
         nonzero_terms: recording.nnz(),
         threads: rayon::current_num_threads(),
         count_s,
-        full_s: if full_t.is_empty() { record_s } else { median(full_t) },
+        full_s: if full_t.is_empty() {
+            record_s
+        } else {
+            median(full_t)
+        },
         record_s,
         witness_s: median(witness_t),
         evaluate_s: median(eval_t),

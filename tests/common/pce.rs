@@ -3,13 +3,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use blstrs::Scalar;
 use cuzk::runtime::{
     ArenaPool, CpuPools, GraphSpec, NodeSpec, ResourceSpec, Role, RuntimeBuilder, SOURCE, Stage,
     StageContext,
 };
 use cuzk::stages::pce::PceCache;
 use cuzk::stages::{PartitionWork, ProvableCircuit, Srs};
-use blstrs::Scalar;
 
 /// What synthesis left in a partition's arena.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,4 +125,3 @@ pub async fn matches_full_synthesis(
         }
     }
 }
-

@@ -82,7 +82,10 @@ impl Fingerprint {
     /// The fingerprint of this sequence followed by `next`'s.
     pub fn then(self, next: Fingerprint) -> Fingerprint {
         Fingerprint {
-            hash: self.hash.wrapping_mul(r_pow(next.ops)).wrapping_add(next.hash),
+            hash: self
+                .hash
+                .wrapping_mul(r_pow(next.ops))
+                .wrapping_add(next.hash),
             ops: self.ops + next.ops,
         }
     }
