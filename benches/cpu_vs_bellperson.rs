@@ -10,7 +10,6 @@
 //! CUZK_BENCH_WORKLOAD (chain), CUZK_BENCH_PARAMS (a parameter file to use).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,7 +19,9 @@ use cuzk::config::{Backend, Config};
 use cuzk::stages::{Srs, Workload};
 use cuzk::{Engine, Job};
 
-const SIDE_ENV: &str = "CUZK_BENCH_SIDE";
+mod common;
+
+use common::{SIDE_ENV, median, run_side};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -104,30 +105,6 @@ fn child(side: &str, s: &Setup) {
     }
     let peak = cuzk::report::peak_rss_bytes().unwrap_or(0);
     println!("RESULT {side} {seconds} {peak}");
-}
-
-fn run_side(side: &str) -> (f64, u64) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .env(SIDE_ENV, side)
-        .output()
-        .expect("re-executing the benchmark");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{side} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("RESULT "))
-        .expect("the child reports a result");
-    let f: Vec<&str> = line.split_whitespace().collect();
-    (f[2].parse().unwrap(), f[3].parse().unwrap())
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn ensure_params(path: &Path, workload: Workload, log_size: u32) {

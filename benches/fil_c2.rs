@@ -12,7 +12,6 @@
 //! add cuzk-gpu on a GPU machine); the engine's config from CUZK_* variables.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
 use cuzk::config::Backend;
@@ -21,7 +20,9 @@ use cuzk::filecoin::ids::{self, prover_id};
 use cuzk::filecoin::{ProofKind, params, porep};
 use filecoin_proofs_api::SectorId;
 
-const SIDE_ENV: &str = "CUZK_BENCH_SIDE";
+mod common;
+
+use common::{SIDE_ENV, median, run_side};
 
 fn cache() -> PathBuf {
     std::env::var_os("CUZK_FIL_PARAMS")
@@ -109,25 +110,6 @@ fn child(side: &str) {
     println!("RESULT {side} {seconds} {peak}");
 }
 
-fn run_side(side: &str) -> (f64, u64) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .env(SIDE_ENV, side)
-        .output()
-        .expect("re-executing the benchmark");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{side} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("RESULT "))
-        .expect("the child reports a result");
-    let f: Vec<&str> = line.split_whitespace().collect();
-    (f[2].parse().unwrap(), f[3].parse().unwrap())
-}
-
 fn main() {
     if let Ok(side) = std::env::var(SIDE_ENV) {
         child(&side);
@@ -180,13 +162,7 @@ fn main() {
             peaks[i] = peaks[i].max(peak);
         }
     }
-    let medians: Vec<f64> = times
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let medians: Vec<f64> = times.iter_mut().map(|v| median(v)).collect();
     println!(
         "{:<20} {:>10} {:>14} {:>8} {:>8}",
         "side", "median s", "peak RSS", "time×", "RSS×"

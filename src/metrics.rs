@@ -85,14 +85,7 @@ impl Observer for MetricsObserver {
                     metrics::counter!("cuzk_stage_errors_total", "stage" => stage).increment(1);
                 }
                 if let Some(device) = node.device {
-                    let busy = if device_spans.is_empty() {
-                        elapsed.as_secs_f64()
-                    } else {
-                        device_spans
-                            .iter()
-                            .map(|s| (s.end - s.start).as_secs_f64())
-                            .sum()
-                    };
+                    let busy = cuzk_engine::device_time(*elapsed, device_spans).as_secs_f64();
                     metrics::counter!("cuzk_device_busy_microseconds_total", "device" => device.to_string())
                         .increment((busy * 1e6) as u64);
                 }

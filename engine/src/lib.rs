@@ -33,7 +33,9 @@ pub use graph::{
 };
 pub use job::{JobCanceller, JobError, JobHandle, JobId, JobOutput, PartitionOutput, StageTiming};
 pub use lease::{DeviceLease, DeviceSlot, LeaseProvider, LeaseStats, NoDeviceState};
-pub use observer::{DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, Wait};
+pub use observer::{
+    DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, Wait, device_time,
+};
 pub use pool::CpuPools;
 pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
 pub use spans::SpanObserver;

@@ -49,6 +49,17 @@ pub struct DeviceSpan {
     pub end: Instant,
 }
 
+/// Time a stage kept its device busy: the spans it measured on the device,
+/// else (a stage that does not time its device work, or the CPU backend) the
+/// whole stage.
+pub fn device_time(elapsed: Duration, spans: &[DeviceSpan]) -> Duration {
+    if spans.is_empty() {
+        elapsed
+    } else {
+        spans.iter().map(|s| s.end - s.start).sum()
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum EventKind<'a> {
     JobSubmitted {

@@ -11,8 +11,7 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use filecoin_proofs_api::seal::{
-    add_piece, generate_piece_commitment, seal_commit_phase1, seal_pre_commit_phase1,
-    seal_pre_commit_phase2,
+    seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
 };
 use filecoin_proofs_api::{
     PieceInfo, PrivateReplicaInfo, RegisteredPoStProof, SectorId, UnpaddedBytesAmount, post, update,
@@ -82,7 +81,7 @@ impl Meta {
     }
 }
 
-fn io(what: &str) -> impl Fn(std::io::Error) -> FilError + '_ {
+pub(crate) fn io(what: &str) -> impl Fn(std::io::Error) -> FilError + '_ {
     move |e| FilError::Other(anyhow::anyhow!("{what}: {e}"))
 }
 
@@ -98,26 +97,34 @@ struct Sealed {
     pre_commit: filecoin_proofs_api::seal::SealPreCommitPhase2Output,
 }
 
+/// A random piece of `size` written (padded) to `staged`: its info.
+pub(crate) fn stage_random_piece(
+    size: UnpaddedBytesAmount,
+    staged: &Path,
+) -> Result<PieceInfo, FilError> {
+    let mut data = vec![0u8; u64::from(size) as usize];
+    rand::rngs::OsRng.fill_bytes(&mut data);
+    let info = filecoin_proofs::generate_piece_commitment(&data[..], size)?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(staged)
+        .map_err(io("creating the staged sector"))?;
+    filecoin_proofs::add_piece(&data[..], &mut file, size, &[])?;
+    file.rewind().map_err(io("rewinding the staged sector"))?;
+    Ok(info)
+}
+
 /// A random full-sector piece, staged: its file and info.
 fn piece(
     rp: filecoin_proofs_api::RegisteredSealProof,
     dir: &Path,
     name: &str,
 ) -> Result<(PathBuf, PieceInfo), FilError> {
-    let size = UnpaddedBytesAmount::from(rp.sector_size());
-    let mut data = vec![0u8; u64::from(size) as usize];
-    rand::rngs::OsRng.fill_bytes(&mut data);
-    let info = generate_piece_commitment(rp, &data[..], size)?;
     let staged = dir.join(name);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)
-        .map_err(io("creating the staged sector"))?;
-    add_piece(rp, &data[..], &mut file, size, &[])?;
-    file.rewind().map_err(io("rewinding the staged sector"))?;
+    let info = stage_random_piece(UnpaddedBytesAmount::from(rp.sector_size()), &staged)?;
     Ok((staged, info))
 }
 

@@ -146,71 +146,68 @@ pub fn update_proof(n: u64) -> Result<RegisteredUpdateProof, FilError> {
     })
 }
 
+/// The first of Lotus's registered proofs numbered `numbers` whose sector
+/// size is `sector_size`.
+fn proof_for<P: Copy>(
+    numbers: std::ops::Range<u64>,
+    of: fn(u64) -> Result<P, FilError>,
+    size_of: fn(P) -> u64,
+    sector_size: u64,
+    what: &str,
+) -> Result<P, FilError> {
+    numbers
+        .filter_map(|n| of(n).ok())
+        .find(|&p| size_of(p) == sector_size)
+        .ok_or_else(|| {
+            FilError::malformed(
+                "sector size",
+                format!("no {what} for {}", sector_size_name(sector_size)),
+            )
+        })
+}
+
 /// The Window PoSt proof of a sector size (V1_2, the current one).
 pub fn window_proof_for(sector_size: u64) -> Result<RegisteredPoStProof, FilError> {
-    (10..15)
-        .map(post_proof)
-        .find(|p| {
-            p.as_ref()
-                .is_ok_and(|p| u64::from(p.sector_size()) == sector_size)
-        })
-        .unwrap_or_else(|| {
-            Err(FilError::malformed(
-                "sector size",
-                format!("no Window PoSt for {}", sector_size_name(sector_size)),
-            ))
-        })
+    proof_for(
+        10..15,
+        post_proof,
+        |p| u64::from(p.sector_size()),
+        sector_size,
+        "Window PoSt",
+    )
 }
 
 /// The Winning PoSt proof of a sector size.
 pub fn winning_proof_for(sector_size: u64) -> Result<RegisteredPoStProof, FilError> {
-    (0..5)
-        .map(post_proof)
-        .find(|p| {
-            p.as_ref()
-                .is_ok_and(|p| u64::from(p.sector_size()) == sector_size)
-        })
-        .unwrap_or_else(|| {
-            Err(FilError::malformed(
-                "sector size",
-                format!("no Winning PoSt for {}", sector_size_name(sector_size)),
-            ))
-        })
+    proof_for(
+        0..5,
+        post_proof,
+        |p| u64::from(p.sector_size()),
+        sector_size,
+        "Winning PoSt",
+    )
 }
 
 /// The update proof of a sector size.
 pub fn update_proof_for(sector_size: u64) -> Result<RegisteredUpdateProof, FilError> {
-    (0..5)
-        .map(update_proof)
-        .find(|p| {
-            p.as_ref()
-                .is_ok_and(|p| u64::from(p.sector_size()) == sector_size)
-        })
-        .unwrap_or_else(|| {
-            Err(FilError::malformed(
-                "sector size",
-                format!(
-                    "no SnapDeals update proof for {}",
-                    sector_size_name(sector_size)
-                ),
-            ))
-        })
+    proof_for(
+        0..5,
+        update_proof,
+        |p| u64::from(p.sector_size()),
+        sector_size,
+        "SnapDeals update proof",
+    )
 }
 
 /// The V1_1 seal proof of a sector size.
 pub fn seal_proof_for(sector_size: u64) -> Result<RegisteredSealProof, FilError> {
-    (5..10)
-        .map(seal_proof)
-        .find(|p| {
-            p.as_ref()
-                .is_ok_and(|p| u64::from(p.sector_size()) == sector_size)
-        })
-        .unwrap_or_else(|| {
-            Err(FilError::malformed(
-                "sector size",
-                format!("no seal proof for {}", sector_size_name(sector_size)),
-            ))
-        })
+    proof_for(
+        5..10,
+        seal_proof,
+        |p| u64::from(p.sector_size()),
+        sector_size,
+        "seal proof",
+    )
 }
 
 /// Lotus's number of a seal proof.

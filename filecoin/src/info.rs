@@ -2,13 +2,12 @@
 //! themselves (their blank circuits synthesized into a counting system): no
 //! parameters needed. Also the SRS each kind needs.
 
-use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStType, with_shape};
+use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, with_shape};
 use filecoin_proofs_api::ApiVersion;
 use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
-use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound,
@@ -56,14 +55,7 @@ fn porep<Tree: 'static + MerkleTreeTrait>(size: u64) -> anyhow::Result<(usize, C
 fn post<Tree: 'static + MerkleTreeTrait>(
     cfg: filecoin_proofs::PoStConfig,
 ) -> anyhow::Result<(usize, CircuitShape)> {
-    let pp = match cfg.typ {
-        PoStType::Window => filecoin_proofs::parameters::window_post_public_params::<Tree>(&cfg)?,
-        PoStType::Winning => filecoin_proofs::parameters::winning_post_public_params::<Tree>(&cfg)?,
-    };
-    let blank = <FallbackPoStCompound<Tree> as CompoundProof<
-        FallbackPoSt<'_, Tree>,
-        FallbackPoStCircuit<Tree>,
-    >>::blank_circuit(&pp);
+    let (blank, _) = crate::params::blank_post::<Tree>(&cfg)?;
     Ok((1, shape_of(blank)?))
 }
 

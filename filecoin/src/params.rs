@@ -153,15 +153,26 @@ fn gen_porep<Tree: 'static + MerkleTreeTrait>(cfg: PoRepConfig) -> anyhow::Resul
     Ok(())
 }
 
-fn gen_post<Tree: 'static + MerkleTreeTrait>(cfg: PoStConfig) -> anyhow::Result<()> {
+/// A PoSt kind's blank circuit (no witness) and its public parameters.
+pub(crate) fn blank_post<Tree: 'static + MerkleTreeTrait>(
+    cfg: &PoStConfig,
+) -> anyhow::Result<(
+    FallbackPoStCircuit<Tree>,
+    storage_proofs_post::fallback::PublicParams,
+)> {
     let pp = match cfg.typ {
-        PoStType::Window => filecoin_proofs::parameters::window_post_public_params::<Tree>(&cfg)?,
-        PoStType::Winning => filecoin_proofs::parameters::winning_post_public_params::<Tree>(&cfg)?,
+        PoStType::Window => filecoin_proofs::parameters::window_post_public_params::<Tree>(cfg)?,
+        PoStType::Winning => filecoin_proofs::parameters::winning_post_public_params::<Tree>(cfg)?,
     };
     let blank = <FallbackPoStCompound<Tree> as CompoundProof<
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,
     >>::blank_circuit(&pp);
+    Ok((blank, pp))
+}
+
+fn gen_post<Tree: 'static + MerkleTreeTrait>(cfg: PoStConfig) -> anyhow::Result<()> {
+    let (blank, pp) = blank_post::<Tree>(&cfg)?;
     let mut rng = rand::rngs::OsRng;
     <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_param_metadata(blank.clone(), &pp)?;
     <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_groth_params(Some(&mut rng), blank.clone(), &pp)?;

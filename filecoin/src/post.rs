@@ -151,16 +151,7 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
         FallbackPoStCircuit<Tree>,
     >>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(0))?;
     let rp = req.registered_proof;
-    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = vanilla
-        .iter()
-        .map(|v| {
-            let comm_r: Fr = v.comm_r.into();
-            (
-                v.sector_id,
-                PublicReplicaInfo::new(rp, comm_r.to_bytes_le()),
-            )
-        })
-        .collect();
+    let replicas = replicas(rp, &vanilla);
     let randomness_bytes = req.randomness;
     let verifier = Box::new(move |bytes: &[u8]| {
         filecoin_proofs_api::post::verify_window_post(
@@ -261,16 +252,7 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
         FallbackPoStCircuit<Tree>,
     >>::generate_public_inputs(&verify_in, &pp.vanilla_params, Some(0))?;
     let rp = req.registered_proof;
-    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = vanilla
-        .iter()
-        .map(|v| {
-            let comm_r: Fr = v.comm_r.into();
-            (
-                v.sector_id,
-                PublicReplicaInfo::new(rp, comm_r.to_bytes_le()),
-            )
-        })
-        .collect();
+    let replicas = replicas(rp, &vanilla);
     let randomness_bytes = req.randomness;
     let verifier = Box::new(move |bytes: &[u8]| {
         filecoin_proofs_api::post::verify_winning_post(&randomness_bytes, bytes, &replicas, prover)
@@ -284,6 +266,24 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
         vec![(Box::new(circuit), inputs)],
         verifier,
     ))
+}
+
+/// The replicas Filecoin's PoSt verifiers check the proof against: each
+/// proven sector and its comm_r.
+fn replicas<Tree: MerkleTreeTrait>(
+    rp: RegisteredPoStProof,
+    vanilla: &[FallbackPoStSectorProof<Tree>],
+) -> BTreeMap<SectorId, PublicReplicaInfo> {
+    vanilla
+        .iter()
+        .map(|v| {
+            let comm_r: Fr = v.comm_r.into();
+            (
+                v.sector_id,
+                PublicReplicaInfo::new(rp, comm_r.to_bytes_le()),
+            )
+        })
+        .collect()
 }
 
 /// Randomness as PoSt takes it: 32 bytes that are a valid field element.

@@ -12,20 +12,19 @@
 //! This changes `LAYERS` for the sector size for the rest of the process:
 //! for measurement tools, never in a process that proves real sectors.
 
-use std::fs::{File, OpenOptions};
-use std::io::Seek;
+use std::fs::File;
 use std::path::Path;
 
 use filecoin_proofs::{
-    MerkleTreeTrait, PoRepConfig, SealCommitPhase1Output, UnpaddedBytesAmount, add_piece,
-    generate_piece_commitment, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
-    with_shape,
+    MerkleTreeTrait, PoRepConfig, SealCommitPhase1Output, UnpaddedBytesAmount, seal_commit_phase1,
+    seal_pre_commit_phase1, seal_pre_commit_phase2, with_shape,
 };
 use filecoin_proofs_api::{ApiVersion, SectorId};
 use rand::RngCore;
 use storage_proofs_porep::stacked::{self, Tau};
 
 use crate::FilError;
+use crate::fixtures::io;
 use crate::ids::prover_id;
 use crate::porep_circuit::PorepPartition;
 
@@ -35,10 +34,6 @@ pub struct Shaped {
     pub sector_size: u64,
     pub layers: usize,
     pub challenges: usize,
-}
-
-fn io(what: &'static str) -> impl Fn(std::io::Error) -> FilError {
-    move |e| FilError::Other(anyhow::anyhow!("{what}: {e}"))
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(
@@ -55,18 +50,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     let (cache, staged, sealed) = (work.join("cache"), work.join("staged"), work.join("sealed"));
     std::fs::create_dir_all(&cache).map_err(io("creating the sector cache"))?;
     let size = UnpaddedBytesAmount::from(cfg.padded_bytes_amount());
-    let mut data = vec![0u8; u64::from(size) as usize];
-    rand::rngs::OsRng.fill_bytes(&mut data);
-    let piece = generate_piece_commitment(&data[..], size)?;
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)
-        .map_err(io("creating the staged sector"))?;
-    add_piece(&data[..], &mut file, size, &[])?;
-    file.rewind().map_err(io("rewinding the staged sector"))?;
+    let piece = crate::fixtures::stage_random_piece(size, &staged)?;
     File::create(&sealed).map_err(io("creating the sealed file"))?;
     let (miner, sector) = (1000, SectorId::from(1));
     let mut ticket = [0u8; 32];

@@ -11,17 +11,17 @@ const KINDS: [(&str, ProofKind); 4] = [
     ("snap", ProofKind::Snap),
 ];
 
-/// Sector sizes by curio's suffix.
-const SIZES: [(&str, u64); 8] = [
-    ("2k", 2 << 10),
-    ("4k", 4 << 10),
-    ("16k", 16 << 10),
-    ("32k", 32 << 10),
-    ("8m", 8 << 20),
-    ("512m", 512 << 20),
-    ("32g", 32 << 30),
-    ("64g", 64 << 30),
-];
+/// Curio's suffix of a sector size name: `32GiB` is `32g`.
+fn suffix(name: &str) -> String {
+    name.trim_end_matches("iB").to_ascii_lowercase()
+}
+
+/// Sector sizes by curio's suffix (the sizes cuzk knows).
+fn sizes() -> impl Iterator<Item = (String, u64)> {
+    cuzk_filecoin::ids::SECTOR_SIZES
+        .iter()
+        .map(|&(name, bytes)| (suffix(name), bytes))
+}
 
 /// A kind at a sector size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,7 +37,7 @@ impl CircuitId {
             format!(
                 "circuit_id `{s}` is not KIND-SIZE with KIND one of {} and SIZE one of {} (e.g. porep-32g), nor a parameter file path",
                 KINDS.map(|k| k.0).join(", "),
-                SIZES.map(|k| k.0).join(", ")
+                sizes().map(|k| k.0).collect::<Vec<_>>().join(", ")
             )
         };
         let (kind, size) = s.trim().rsplit_once('-').ok_or_else(bad)?;
@@ -46,8 +46,7 @@ impl CircuitId {
             .find(|(k, _)| k.eq_ignore_ascii_case(kind))
             .ok_or_else(bad)?
             .1;
-        let sector_size = SIZES
-            .iter()
+        let sector_size = sizes()
             .find(|(k, _)| k.eq_ignore_ascii_case(size))
             .ok_or_else(bad)?
             .1;
@@ -62,7 +61,7 @@ impl std::fmt::Display for CircuitId {
             .find(|(_, k)| *k == self.kind)
             .expect("every kind")
             .0;
-        match SIZES.iter().find(|(_, b)| *b == self.sector_size) {
+        match sizes().find(|(_, b)| *b == self.sector_size) {
             Some((size, _)) => write!(f, "{kind}-{size}"),
             None => write!(f, "{kind}-{}", self.sector_size),
         }

@@ -251,14 +251,7 @@ impl Observer for Monitor {
                     on.remove(&d);
                 }
                 drop(on);
-                let busy = if device_spans.is_empty() {
-                    elapsed.as_secs_f64()
-                } else {
-                    device_spans
-                        .iter()
-                        .map(|s| (s.end - s.start).as_secs_f64())
-                        .sum()
-                };
+                let busy = cuzk_engine::device_time(*elapsed, device_spans).as_secs_f64();
                 self.add_busy(d, busy);
             }
             _ => {}

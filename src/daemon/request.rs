@@ -102,7 +102,15 @@ fn check_size(req: &SubmitProofRequest, job: &FilJob) -> Result<(), FilError> {
     Ok(())
 }
 
-fn post_request(req: &SubmitProofRequest) -> Result<post::PostRequest, FilError> {
+fn post_request(req: &SubmitProofRequest, kind: &str) -> Result<post::PostRequest, FilError> {
+    if !req.vanilla_proof.is_empty() {
+        return Err(FilError::malformed(
+            "vanilla_proof",
+            format!(
+                "is set, but {kind}'s vanilla proofs go in vanilla_proofs (is proof_kind right?)"
+            ),
+        ));
+    }
     let vanilla_proofs = vanilla(req)?;
     Ok(post::PostRequest {
         registered_proof: ids::post_proof(req.registered_proof)?,
@@ -142,24 +150,8 @@ pub fn parse(req: &SubmitProofRequest) -> Result<Parsed, FilError> {
                 (req.sector_number != 0 || c1.sector.is_none()).then_some(req.sector_number);
             porep::job(&c1, req.miner_id, sector, expect)?
         }
-        ProofKind::WindowPost => {
-            if !req.vanilla_proof.is_empty() {
-                return Err(FilError::malformed(
-                    "vanilla_proof",
-                    "is set, but WindowPoSt's vanilla proofs go in vanilla_proofs (is proof_kind right?)",
-                ));
-            }
-            post::window_job(&post_request(req)?)?
-        }
-        ProofKind::WinningPost => {
-            if !req.vanilla_proof.is_empty() {
-                return Err(FilError::malformed(
-                    "vanilla_proof",
-                    "is set, but WinningPoSt's vanilla proofs go in vanilla_proofs (is proof_kind right?)",
-                ));
-            }
-            post::winning_job(&post_request(req)?)?
-        }
+        ProofKind::WindowPost => post::window_job(&post_request(req, "WindowPoSt")?)?,
+        ProofKind::WinningPost => post::winning_job(&post_request(req, "WinningPoSt")?)?,
         ProofKind::Snap => snap::job(&snap::SnapRequest {
             registered_proof: ids::update_proof(req.registered_proof)?,
             partition_proofs: vanilla(req)?,
