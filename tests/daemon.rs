@@ -482,3 +482,56 @@ async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
     );
     running.shutdown(Duration::from_secs(5)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_drops_its_prove_call_cancels_the_job() {
+    let (running, c) = daemon(config("127.0.0.1:0")).await;
+    let core = running.core.clone();
+    let call = {
+        let mut c = c.clone();
+        tokio::spawn(async move { prove(&mut c, req(ProofKind::Porep, "porep-dropped")).await })
+    };
+    let started = std::time::Instant::now();
+    while !core
+        .jobs
+        .get("porep-dropped")
+        .is_some_and(|j| j.is_running())
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the job never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The client goes away mid-proof (Curio's ProveTimeout, a restart).
+    call.abort();
+    let job = core.jobs.get("porep-dropped").unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(60), job.wait(None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome.ending,
+        cuzk::daemon::jobs::Ending::Cancelled,
+        "{}",
+        outcome.error
+    );
+    core.engine.idle().await;
+    assert_eq!(core.engine.arena_stats().in_use, 0);
+    // Curio retries with the same request id: a fresh job, not the cancelled one.
+    let mut c = c;
+    c.submit_proof(req(ProofKind::Porep, "porep-dropped"))
+        .await
+        .unwrap();
+    let retry = core.jobs.get("porep-dropped").unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&retry, &job) && retry.outcome().is_none());
+    c.cancel_proof(proto::CancelProofRequest {
+        job_id: "porep-dropped".into(),
+    })
+    .await
+    .unwrap();
+    // And the daemon goes on proving.
+    let r = prove(&mut c, req(ProofKind::WinningPost, "winpost-after-drop")).await;
+    assert!(verify::winning(&r.proof), "{}", r.error_message);
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+}
