@@ -21,7 +21,7 @@ use cuzk::{Engine, Job};
 
 mod common;
 
-use common::{SIDE_ENV, median, run_side};
+use common::{SIDE_ENV, interleave, median};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -134,20 +134,8 @@ fn main() {
         s.partitions,
         s.params.display()
     );
-    let sides = ["bellperson", "cuzk"];
-    let mut times = [vec![], vec![]];
-    let mut peaks = [0u64; 2];
-    for rep in 0..reps {
-        for (i, side) in sides.iter().enumerate() {
-            let (t, peak) = run_side(side);
-            println!(
-                "  rep {rep}: {side:<10} {t:>8.3} s  peak RSS {}",
-                cuzk::report::mib(peak)
-            );
-            times[i].push(t);
-            peaks[i] = peaks[i].max(peak);
-        }
-    }
+    let sides = ["bellperson".to_string(), "cuzk".to_string()];
+    let (mut times, peaks) = interleave(&sides, reps, cuzk::report::mib);
     let [b, c] = [median(&mut times[0]), median(&mut times[1])];
     println!("{:<12} {:>10} {:>14}", "side", "median s", "peak RSS");
     println!(

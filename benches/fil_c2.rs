@@ -22,7 +22,7 @@ use filecoin_proofs_api::SectorId;
 
 mod common;
 
-use common::{SIDE_ENV, median, run_side};
+use common::{SIDE_ENV, interleave, median};
 
 fn cache() -> PathBuf {
     std::env::var_os("CUZK_FIL_PARAMS")
@@ -149,19 +149,7 @@ fn main() {
         ids::sector_size_name(size),
         dir.display()
     );
-    let mut times = vec![vec![]; sides.len()];
-    let mut peaks = vec![0u64; sides.len()];
-    for rep in 0..reps {
-        for (i, side) in sides.iter().enumerate() {
-            let (t, peak) = run_side(side);
-            println!(
-                "  rep {rep}: {side:<20} {t:>8.3} s  peak RSS {}",
-                cuzk::report::mib(peak)
-            );
-            times[i].push(t);
-            peaks[i] = peaks[i].max(peak);
-        }
-    }
+    let (mut times, peaks) = interleave(&sides, reps, cuzk::report::mib);
     let medians: Vec<f64> = times.iter_mut().map(|v| median(v)).collect();
     println!(
         "{:<20} {:>10} {:>14} {:>8} {:>8}",

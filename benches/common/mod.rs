@@ -33,3 +33,23 @@ pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
 }
+
+/// `reps` rounds of every side in turn (so machine noise hits them alike),
+/// printing each run: per side, its times and its peak RSS.
+pub fn interleave(
+    sides: &[String],
+    reps: usize,
+    mib: impl Fn(u64) -> String,
+) -> (Vec<Vec<f64>>, Vec<u64>) {
+    let mut times = vec![vec![]; sides.len()];
+    let mut peaks = vec![0u64; sides.len()];
+    for rep in 0..reps {
+        for (i, side) in sides.iter().enumerate() {
+            let (t, peak) = run_side(side);
+            println!("  rep {rep}: {side:<20} {t:>8.3} s  peak RSS {}", mib(peak));
+            times[i].push(t);
+            peaks[i] = peaks[i].max(peak);
+        }
+    }
+    (times, peaks)
+}

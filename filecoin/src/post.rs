@@ -109,9 +109,7 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
             ),
         ));
     }
-    let prover = prover_id(req.miner);
-    let randomness: <Tree::Hasher as Hasher>::Domain = safe(&req.randomness, "randomness")?;
-    let pid: <Tree::Hasher as Hasher>::Domain = safe(&prover, "prover_id")?;
+    let (prover, randomness, pid) = identities::<Tree>(req)?;
     let pp = setup::<Tree>(
         filecoin_proofs::parameters::window_post_setup_params(&cfg),
         None,
@@ -199,9 +197,7 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
             ),
         ));
     }
-    let prover = prover_id(req.miner);
-    let randomness: <Tree::Hasher as Hasher>::Domain = safe(&req.randomness, "randomness")?;
-    let pid: <Tree::Hasher as Hasher>::Domain = safe(&prover, "prover_id")?;
+    let (prover, randomness, pid) = identities::<Tree>(req)?;
     let pp = setup::<Tree>(
         filecoin_proofs::parameters::winning_post_setup_params(&cfg)?,
         None,
@@ -265,6 +261,19 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
         format!("winpost-{}", req.miner),
         vec![(Box::new(circuit), inputs)],
         verifier,
+    ))
+}
+
+type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+/// The prover id, and the randomness and prover id as field elements.
+type Identities<Tree> = ([u8; 32], Domain<Tree>, Domain<Tree>);
+
+fn identities<Tree: MerkleTreeTrait>(req: &PostRequest) -> Result<Identities<Tree>, FilError> {
+    let prover = prover_id(req.miner);
+    Ok((
+        prover,
+        safe(&req.randomness, "randomness")?,
+        safe(&prover, "prover_id")?,
     ))
 }
 
