@@ -8,7 +8,12 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
-const SOURCES: [&str; 3] = ["cuda/memory.cu", "cuda/ntt.cu", "cuda/msm.cu"];
+const SOURCES: [&str; 4] = [
+    "cuda/memory.cu",
+    "cuda/ntt.cu",
+    "cuda/msm.cu",
+    "cuda/pce.cu",
+];
 const ARCH: &str = "sm_90";
 
 fn executable(p: &Path) -> Option<PathBuf> {

@@ -16,6 +16,7 @@ cargo build --release --bin cuzk
 cp target/release/cuzk .carry/
 cp "$(cargo test --release --no-run -p cuzk-gpu --test gpu_ops --message-format=json | exe)" .carry/gpu_ops
 cp "$(cargo test --release --no-run --test gpu_proofs --message-format=json | exe)" .carry/gpu_proofs
+cp "$(cargo test --release --no-run --test pce --message-format=json | exe)" .carry/pce
 cp "$(cargo bench --no-run -p cuzk-gpu --bench msm --message-format=json | exe)" .carry/msm
 cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
 cp "$(cargo bench --no-run --bench fil_c2 --message-format=json | exe)" .carry/fil_c2

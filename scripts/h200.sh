@@ -8,7 +8,7 @@
 #   scripts/h200.sh synth32    (synthesis of a 32 GiB-shaped PoRep partition, full vs pre-compiled)
 #   scripts/h200.sh variants   (the four interlock variants, chain and sha256 2^20 x 10, 3 reps, waterfalls)
 #   scripts/h200.sh selfverify (chain 2^20 x 10 with and without self-verification, interleaved)
-#   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints)
+#   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
 bin=$PWD/.carry
@@ -30,6 +30,7 @@ tests)
   "$bin/cuzk" info
   "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9
   "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7
+  "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
   CUZK_MSM_LOG=24 "$bin/msm" 2>&1
   ;;
 chain|sha256)
@@ -89,10 +90,13 @@ selfverify)
   ;;
 pce)
   setup sha256 20
-  env $gpu_env "$bin/cuzk" compare configs/single_lock.toml configs/pce.toml --workload sha256 --log-size 20 \
-      --partitions 10 -c 10 -j 3 --reps 2 --markdown "$out/compare-pce.md" 2>&1 | tail -4
-  env $gpu_env CUZK_PIPELINE__VARIANT=pce "$bin/cuzk" bench --quiet --workload sha256 --log-size 20 \
-      --partitions 10 -c 10 -j 3 --waterfall "$out/wf/sha256-pce" 2>&1 | tail -16
+  env $gpu_env "$bin/cuzk" compare configs/single_lock.toml configs/pce.toml configs/pce_gpu.toml --workload sha256 \
+      --log-size 20 --partitions 10 -c 10 -j 3 --reps 2 --markdown "$out/compare-pce.md" 2>&1 | tail -5
+  for v in pce pce_gpu; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload sha256 --log-size 20 \
+        --partitions 10 -c 10 -j 3 --waterfall "$out/wf/sha256-$v" 2>&1 | grep -E "throughput|GPU utilisation|verdict|synth|PREP|GPU " | sed "s/^/$v: /"
+  done
+  [ -x "$bin/supraseal-bench" ] && "$bin/supraseal-bench" "$params/sha256-k20.params" sha256 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -2
   ;;
 side-by-side)
   # One parameter file; cuzk on the GPU (every variant), SupraSeal and

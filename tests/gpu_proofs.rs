@@ -24,9 +24,15 @@ fn gpu_config(variant: &str) -> Option<Config> {
 /// and every other node on the CPU.
 async fn prove(engine: &Engine, workload: Workload, log_size: u32, partitions: u64, jobs: usize) {
     let graph = engine.graph().clone();
+    // Under synth_witness, every partition not synthesized in full (the one
+    // that records) has its a, b and c evaluated on the device.
+    let witness = graph.nodes.iter().any(|n| n.stage == "synth_witness");
+    let (mut recorded, mut on_device) = (0, 0);
     for out in common::prove_in_flight(engine, workload, log_size, partitions, jobs).await {
         for p in &out.partitions {
             for t in &p.timings {
+                recorded += usize::from(t.note("pce") == Some("recorded"));
+                on_device += usize::from(t.note("abc") == Some("device"));
                 let node = graph.node_named(&t.node).unwrap();
                 if node.role.on_device() {
                     assert_eq!(t.note("backend"), Some("gpu"), "{}: {t:?}", graph.name);
@@ -36,6 +42,13 @@ async fn prove(engine: &Engine, workload: Workload, log_size: u32, partitions: u
             }
         }
     }
+    let partitions = partitions as usize * jobs;
+    let expected = if witness { partitions - recorded } else { 0 };
+    assert_eq!(
+        on_device, expected,
+        "{}: a, b, c evaluated on the device",
+        graph.name
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -128,4 +128,15 @@ async fn pce_equals_full_synthesis_for_the_example_circuit_and_a_changed_one_fal
         );
         assert!(got[0].0 == classic[0].0, "and full synthesis ran instead");
     }
+
+    // On the GPU: the biased circuit's witness under the unbiased recording
+    // breaks exactly the biased step's constraint (row 3), which the device
+    // check names.
+    let Some(device) = common::pce::gpu() else {
+        return;
+    };
+    let recording = cache.get_or_record(&srs, || None).0.unwrap();
+    let z = common::pce::assignment(&srs, squaring(3, false, 9)).await;
+    let d = common::pce::on_device(device, &recording, &z, srs.shape().domain);
+    assert_eq!(d.unsatisfied, Some(3));
 }

@@ -250,3 +250,101 @@ pub fn ntt(
     // SAFETY: 2^lg scalars on the stream's device.
     unsafe { k::cuzk_ntt(stream.device(), stream.raw(), x.at(0), lg, inverse, coset) }
 }
+
+/// One recorded constraint matrix on the device, in compressed sparse rows
+/// (see `cuzk_stages::pce`): `u32` row pointers and columns, `u16` or
+/// `u32` coefficient codes.
+pub struct DeviceMatrix<'a> {
+    pub row_ptr: &'a DeviceBuffer,
+    pub cols: &'a DeviceBuffer,
+    pub codes: &'a DeviceBuffer,
+}
+
+/// A recording's A, B and C on the device, with what their codes refer to.
+pub struct DeviceConstraints<'a> {
+    pub matrices: [DeviceMatrix<'a>; 3],
+    /// Whether codes are `u32` (else `u16`).
+    pub wide: bool,
+    /// The distinct general coefficients, Montgomery form.
+    pub table: &'a DeviceBuffer,
+    /// 2^k for k < 256, Montgomery form.
+    pub pow2: &'a DeviceBuffer,
+    /// The circuit's own constraints (rows of each matrix).
+    pub rows: usize,
+}
+
+/// a = A·z, b = B·z, c = C·z over the first `n` rows (the circuit's
+/// constraints, one `a = input` row per public input, zeros after), in
+/// Montgomery form, from the canonical assignment `z`. Returns once done,
+/// with the first constraint whose a·b ≠ c, if any.
+#[allow(clippy::too_many_arguments)]
+pub fn pce_eval(
+    stream: &Stream,
+    m: &DeviceConstraints<'_>,
+    z: &DeviceBuffer,
+    n_inputs: usize,
+    n: usize,
+    a: &DeviceBuffer,
+    b: &DeviceBuffer,
+    c: &DeviceBuffer,
+) -> Result<Option<usize>, KernelError> {
+    assert!(
+        m.rows + n_inputs <= n,
+        "constraints and inputs exceed the domain"
+    );
+    assert!(
+        m.rows < u32::MAX as usize && n_inputs < u32::MAX as usize,
+        "rows beyond u32 indices"
+    );
+    assert!(
+        z.bytes() >= n_inputs * 32,
+        "assignment shorter than the inputs"
+    );
+    for out in [a, b, c] {
+        assert!(
+            out.bytes() >= n * 32,
+            "output buffer shorter than the domain"
+        );
+    }
+    for mat in &m.matrices {
+        assert!(
+            mat.row_ptr.bytes() >= (m.rows + 1) * 4,
+            "row pointers short"
+        );
+    }
+    assert!(m.pow2.bytes() >= 256 * 32, "powers of two short");
+    let row_ptr = m
+        .matrices
+        .each_ref()
+        .map(|x| x.row_ptr.at::<u32>(0).cast_const());
+    let cols = m
+        .matrices
+        .each_ref()
+        .map(|x| x.cols.at::<u32>(0).cast_const());
+    let codes = m.matrices.each_ref().map(|x| x.codes.ptr().cast_const());
+    let mut first_bad = u32::MAX;
+    // SAFETY: buffers of one device, sized as checked above; the recording's
+    // columns index the assignment and its codes the table (checked when it
+    // was read).
+    unsafe {
+        k::cuzk_pce_eval(
+            stream.device(),
+            stream.raw(),
+            row_ptr.as_ptr(),
+            cols.as_ptr(),
+            codes.as_ptr(),
+            m.wide,
+            m.table.at(0),
+            m.pow2.at(0),
+            z.at(0),
+            m.rows as u32,
+            n_inputs as u32,
+            n,
+            a.at(0),
+            b.at(0),
+            c.at(0),
+            &mut first_bad,
+        )
+    }?;
+    Ok((first_bad != u32::MAX).then_some(first_bad as usize))
+}

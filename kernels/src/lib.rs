@@ -151,6 +151,12 @@ kernels! {
     fn cuzk_g1_sppark_mult_pippenger(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
     fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
     fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    /// Pre-compiled constraints: a, b, c over `n` rows from the three
+    /// recorded matrices (device pointers to each one's row pointers,
+    /// columns and `u16` or, if `wide`, `u32` codes) and the canonical
+    /// assignment `z`, in Montgomery form; returns, the stream synchronised,
+    /// with the first row where a·b ≠ c in `first_bad` (`u32::MAX` if none).
+    fn cuzk_pce_eval(device: i32, stream: *mut c_void, row_ptr: *const *const u32, cols: *const *const u32, codes: *const *const c_void, wide: bool, table: *const Fr, pow2: *const Fr, z: *const Fr, constraints: u32, n_inputs: u32, n: usize, a: *mut Fr, b: *mut Fr, c: *mut Fr, first_bad: *mut u32);
     fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
 }
 

@@ -43,7 +43,7 @@ pub mod pools {
 }
 
 /// The built-in variants: name and declaration text.
-pub const BUILTIN: [(&str, &str); 6] = [
+pub const BUILTIN: [(&str, &str); 7] = [
     ("serial", include_str!("../graphs/serial.toml")),
     ("single_lock", include_str!("../graphs/single_lock.toml")),
     (
@@ -53,6 +53,7 @@ pub const BUILTIN: [(&str, &str); 6] = [
     ("two_lock", include_str!("../graphs/two_lock.toml")),
     ("throttled", include_str!("../graphs/throttled.toml")),
     ("pce", include_str!("../graphs/pce.toml")),
+    ("pce_gpu", include_str!("../graphs/pce_gpu.toml")),
 ];
 
 /// Names of the built-in variants.

@@ -15,6 +15,7 @@ use cuzk_engine::{
     StageRegistry,
 };
 use cuzk_pipelines::pools;
+use cuzk_stages::names::{SYNTH, SYNTH_PCE, SYNTH_WITNESS};
 
 /// One stage start or end, in the order the runtime reported them.
 #[derive(Clone, Debug)]
@@ -129,7 +130,7 @@ fn toy_stages(
             name,
             Arc::new(move |_: &mut Item, _: &mut StageContext<'_>| {
                 std::thread::sleep(Duration::from_millis(ms));
-                if name == cuzk_stages::names::SYNTH || name == cuzk_stages::names::SYNTH_PCE {
+                if [SYNTH, SYNTH_PCE, SYNTH_WITNESS].contains(&name) {
                     synthesized.fetch_add(1, Ordering::SeqCst);
                 }
                 if name == cuzk_stages::names::ASSEMBLE

@@ -247,14 +247,13 @@ pub(crate) struct Finished<'s> {
 /// density in A), zero-pads to the domain and checks the densities against
 /// the SRS. Variable counts are checked by the caller.
 pub(crate) fn finish(f: Finished<'_>, shape: &SrsShape) -> Result<Synthesized, CsError> {
-    let n_inputs = f.inputs.len();
-    let total = f.constraints + n_inputs;
-    if total > shape.domain {
-        return Err(CsError::TooMany {
-            what: "constraints (counting one per public input)",
-            limit: shape.domain,
-        });
-    }
+    let out = check_finished(
+        f.inputs,
+        f.constraints,
+        [f.a_aux_density, f.b_input_density, f.b_aux_density],
+        shape,
+    )?;
+    let total = out.constraints;
     for (i, input) in f.inputs.iter().enumerate() {
         let k = f.constraints + i;
         f.a[k] = *input;
@@ -264,8 +263,29 @@ pub(crate) fn finish(f: Finished<'_>, shape: &SrsShape) -> Result<Synthesized, C
     for v in [&mut *f.a, &mut *f.b, &mut *f.c] {
         v[total..].fill(Scalar::ZERO);
     }
-    let a_len = n_inputs + popcount(f.a_aux_density);
-    let b_len = popcount(f.b_input_density) + popcount(f.b_aux_density);
+    Ok(out)
+}
+
+/// What [`finish`] checks, without writing a, b and c (for a partition
+/// whose a, b and c the device evaluates): the constraints and per-input
+/// ones fit the domain, and the A- and B-query term counts (from the
+/// densities: A-aux, B-input, B-aux) are the SRS's.
+pub(crate) fn check_finished(
+    inputs: &[Scalar],
+    constraints: usize,
+    [a_aux_density, b_input_density, b_aux_density]: [&[u64]; 3],
+    shape: &SrsShape,
+) -> Result<Synthesized, CsError> {
+    let n_inputs = inputs.len();
+    let total = constraints + n_inputs;
+    if total > shape.domain {
+        return Err(CsError::TooMany {
+            what: "constraints (counting one per public input)",
+            limit: shape.domain,
+        });
+    }
+    let a_len = n_inputs + popcount(a_aux_density);
+    let b_len = popcount(b_input_density) + popcount(b_aux_density);
     for (what, got, expected) in [
         ("A-query terms", a_len, shape.a_len),
         ("B-query terms", b_len, shape.b_len),
@@ -280,7 +300,7 @@ pub(crate) fn finish(f: Finished<'_>, shape: &SrsShape) -> Result<Synthesized, C
     }
     Ok(Synthesized {
         constraints: total,
-        public_inputs: f.inputs[1..].to_vec(),
+        public_inputs: inputs[1..].to_vec(),
     })
 }
 

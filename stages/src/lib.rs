@@ -47,6 +47,9 @@ pub mod names {
     /// Synthesis with pre-compiled constraints (witness-only after the first
     /// partition of a circuit shape).
     pub const SYNTH_PCE: &str = "synth_pce";
+    /// synth_pce leaving a, b and c to the device stage, which evaluates them
+    /// from the recording in device memory (on the CPU backend: synth_pce).
+    pub const SYNTH_WITNESS: &str = "synth_witness";
     pub const PREP_MSM: &str = "prep_msm";
     /// Device: staging and compute in one step (the quotient by NTTs and the
     /// H, L, A and B₁ MSMs).
@@ -62,9 +65,10 @@ pub mod names {
     pub const B_G2_MSM_HOST: &str = "b_g2_msm_host";
     pub const ASSEMBLE: &str = "assemble";
     /// Every stage name.
-    pub const ALL: [&str; 9] = [
+    pub const ALL: [&str; 10] = [
         SYNTH,
         SYNTH_PCE,
+        SYNTH_WITNESS,
         PREP_MSM,
         GPU_NTT_MSM,
         GPU_STAGE_IN,
@@ -82,8 +86,13 @@ pub fn gpu_stages(
     ctx: Arc<gpu::GpuContext>,
     pce: Arc<pce::PceCache>,
 ) -> StageRegistry<PartitionWork> {
-    let mut r = cpu_stages(pce);
-    r.register(names::GPU_NTT_MSM, Arc::new(gpu::GpuNttMsm(ctx.clone())))
+    let mut r = cpu_stages(pce.clone());
+    let witness = synth_pce::SynthPce {
+        cache: pce,
+        defer_abc: true,
+    };
+    r.register(names::SYNTH_WITNESS, Arc::new(witness))
+        .register(names::GPU_NTT_MSM, Arc::new(gpu::GpuNttMsm(ctx.clone())))
         .register(names::GPU_STAGE_IN, Arc::new(gpu::GpuStageIn(ctx.clone())))
         .register(names::GPU_COMPUTE, Arc::new(gpu::GpuCompute(ctx)))
         .register(names::B_G2_MSM, Arc::new(gpu::GpuBG2Msm));
@@ -93,9 +102,14 @@ pub fn gpu_stages(
 /// Every stage, with the CPU implementation of the device stages;
 /// synth_pce keeps its recordings in `pce`.
 pub fn cpu_stages(pce: Arc<pce::PceCache>) -> StageRegistry<PartitionWork> {
+    let host_pce = synth_pce::SynthPce {
+        cache: pce,
+        defer_abc: false,
+    };
     let mut r = StageRegistry::new();
     r.register(names::SYNTH, Arc::new(synth::Synth))
-        .register(names::SYNTH_PCE, Arc::new(synth_pce::SynthPce(pce)))
+        .register(names::SYNTH_PCE, Arc::new(host_pce.clone()))
+        .register(names::SYNTH_WITNESS, Arc::new(host_pce))
         .register(names::PREP_MSM, Arc::new(prep::PrepMsm))
         .register(names::GPU_NTT_MSM, Arc::new(ntt_msm::CpuNttMsm))
         .register(names::GPU_STAGE_IN, Arc::new(ntt_msm::CpuStageIn))

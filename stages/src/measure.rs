@@ -3,16 +3,20 @@
 //! synthesis and A·z, B·z, C·z), on this machine's cores, and the host bytes
 //! a partition holds in flight. `benches/synth` and `cuzk fil synth` print it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_engine::ArenaPool;
 
 use crate::circuit::ProvableCircuit;
 use crate::cs::{ArenaCs, CsSlices};
+use crate::gpu;
 use crate::partition::PartitionLayout;
-use crate::pce::{RecordingCs, WitnessCs, check_rows};
-use crate::scalars::as_scalars;
+use crate::pce::{Recording, RecordingCs, WitnessCs, check_rows};
+use crate::scalars::{as_scalars, to_canonical};
 use crate::{CircuitShape, synth_slices};
+use blstrs::Scalar;
+use ff::Field;
 
 /// What one partition's synthesis costs.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -38,6 +42,23 @@ pub struct SynthReport {
     pub witness_s: f64,
     /// A·z, B·z, C·z and the a·b = c check (median).
     pub evaluate_s: f64,
+    /// The same on the GPU, when one was usable.
+    pub device: Option<DeviceReport>,
+}
+
+/// The evaluation on the GPU (graphs with synth_witness).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceReport {
+    /// Device bytes of the recording's matrices, resident once per shape.
+    pub matrices_bytes: usize,
+    /// Uploading them (once).
+    pub matrices_upload_s: f64,
+    /// Uploading the assignment (median).
+    pub z_upload_s: f64,
+    /// A·z, B·z, C·z and the a·b = c check on the device (median).
+    pub evaluate_s: f64,
+    /// a, b and c from the device equal the host's, bit for bit.
+    pub equal_to_host: bool,
 }
 
 impl SynthReport {
@@ -47,7 +68,7 @@ impl SynthReport {
     }
 
     pub fn render(&self, name: &str) -> String {
-        format!(
+        let mut text = format!(
             "{name}: {} constraints, {} inputs, {} aux, domain 2^{}; {} threads\n\
              arena per partition {:.2} GiB, recording {:.2} GiB ({} nonzero terms)\n\
              counting pass              {:>9.3} s\n\
@@ -71,7 +92,30 @@ impl SynthReport {
             self.evaluate_s,
             self.pce_s(),
             self.pce_s() / self.full_s
-        )
+        );
+        match &self.device {
+            Some(d) => {
+                text += &format!(
+                    "on the GPU: matrices {:.2} GiB resident (uploaded once in {:.3} s)\n\
+                 assignment upload          {:>9.3} s\n\
+                 A·z, B·z, C·z and check    {:>9.3} s  (a, b, c {} the host's)\n\
+                 pre-compiled total (GPU)   {:>9.3} s  ({:.3}x full synthesis; witness and upload)\n",
+                    d.matrices_bytes as f64 / (1u64 << 30) as f64,
+                    d.matrices_upload_s,
+                    d.z_upload_s,
+                    d.evaluate_s,
+                    if d.equal_to_host {
+                        "equal to"
+                    } else {
+                        "DIFFER FROM"
+                    },
+                    self.witness_s + d.z_upload_s + d.evaluate_s,
+                    (self.witness_s + d.z_upload_s + d.evaluate_s) / self.full_s,
+                )
+            }
+            None => text += "on the GPU: not measured (no usable GPU)\n",
+        }
+        text
     }
 }
 
@@ -111,7 +155,7 @@ pub fn measure(
     out?;
     let record_s = t.elapsed().as_secs_f64();
     let recording =
-        recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?;
+        Arc::new(recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?);
     let (mut full_t, mut witness_t, mut eval_t) = (vec![], vec![], vec![]);
     for rep in 0..reps.max(1) {
         if full || rep == 0 && reps > 1 {
@@ -142,6 +186,7 @@ pub fn measure(
         check_rows(a, b, c, recording.meta.constraints)?;
         eval_t.push(t.elapsed());
     }
+    let device = on_device(&recording, &layout, &mut arena, reps)?;
     Ok(SynthReport {
         constraints: shape.constraints,
         inputs: shape.inputs,
@@ -160,5 +205,59 @@ pub fn measure(
         record_s,
         witness_s: median(witness_t),
         evaluate_s: median(eval_t),
+        device,
     })
+}
+
+/// The evaluation on the first usable GPU against the host's (left in the
+/// arena by the last repetition), or `None` without one.
+fn on_device(
+    recording: &Arc<Recording>,
+    layout: &PartitionLayout,
+    arena: &mut cuzk_engine::ArenaLease,
+    reps: usize,
+) -> anyhow::Result<Option<DeviceReport>> {
+    let device = match cuzk_gpu::device::usable_device() {
+        Ok(d) => d.ordinal as i32,
+        Err(why) => {
+            tracing::info!("not measuring the GPU evaluation: {why}");
+            return Ok(None);
+        }
+    };
+    let view = arena.view();
+    let (rows, inputs) = (recording.meta.constraints, layout.shape.inputs);
+    // Each region is taken from the view once.
+    let z = view.take(layout.z);
+    let (a, b, c) = (
+        view.take(layout.a),
+        view.take(layout.b),
+        view.take(layout.c),
+    );
+    {
+        // The per-input rows and the padding the engine's finish adds.
+        let zs = as_scalars(&mut *z);
+        let (a, b, c) = (as_scalars(&mut *a), as_scalars(&mut *b), as_scalars(&mut *c));
+        a[rows..rows + inputs].copy_from_slice(&zs[..inputs]);
+        for v in [&mut *b, &mut *c] {
+            v[rows..rows + inputs].fill(Scalar::ZERO);
+        }
+        for v in [a, b, c] {
+            v[rows + inputs..].fill(Scalar::ZERO);
+        }
+    }
+    let host = [a.to_vec(), b.to_vec(), c.to_vec()];
+    to_canonical(z);
+    let d = gpu::evaluate_on_device(device, recording, z, layout.shape.domain, reps)?;
+    anyhow::ensure!(
+        d.unsatisfied.is_none(),
+        "the device found constraint {} unsatisfied where the host found none",
+        d.unsatisfied.unwrap_or(0)
+    );
+    Ok(Some(DeviceReport {
+        matrices_bytes: gpu::pce_device_bytes(recording),
+        matrices_upload_s: d.matrices_upload.as_secs_f64(),
+        z_upload_s: d.z_upload.as_secs_f64(),
+        evaluate_s: d.eval.as_secs_f64(),
+        equal_to_host: d.abc == host,
+    }))
 }

@@ -8,6 +8,7 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use cuzk_engine::{LayoutBuilder, Region};
 
 use crate::circuit::ProvableCircuit;
+use crate::pce::Recording;
 use crate::scalars::Limbs;
 use crate::srs::{Srs, SrsShape};
 
@@ -125,6 +126,9 @@ pub struct PartitionWork {
     /// Public inputs the circuit allocated, without the leading one (set by synth).
     pub public_inputs: Vec<Scalar>,
     pub constraints: usize,
+    /// Set by synth_witness on the GPU backend: a, b and c are not in the
+    /// arena; the device stage evaluates them from this recording.
+    pub deferred_abc: Option<Arc<Recording>>,
     /// Set by prep_msm.
     pub plan: Option<MsmPlan>,
     /// Set by gpu_ntt_msm.
@@ -145,6 +149,7 @@ impl PartitionWork {
             layout: None,
             public_inputs: vec![],
             constraints: 0,
+            deferred_abc: None,
             plan: None,
             g1: None,
             b_g2: None,

@@ -5,6 +5,12 @@
 //! a = A·z, b = B·z, c = C·z from the recording. A circuit that does not
 //! match its recording, or a witness that does not satisfy it, falls back
 //! to full synthesis with a warning.
+//!
+//! synth_witness is the same stage leaving a, b and c to the device: on the
+//! GPU backend it stops after the witness (and the densities, copied from
+//! the recording), and the device stage evaluates a, b and c from matrices
+//! resident in device memory and checks a·b = c there. On the CPU backend
+//! the host is the device, and synth_witness is synth_pce.
 
 use std::sync::Arc;
 
@@ -12,14 +18,19 @@ use anyhow::Context;
 use cuzk_engine::{Stage, StageContext};
 
 use crate::circuit::ProvableCircuit;
-use crate::cs::{ArenaCs, CsError, Finished, Synthesized, finish};
+use crate::cs::{ArenaCs, CsError, Finished, Synthesized, check_finished, finish};
 use crate::partition::{PartitionLayout, PartitionWork};
 use crate::pce::{Mismatch, PceCache, Recording, RecordingCs, WitnessCs, check_rows};
 use crate::scalars::as_scalars;
 use crate::srs::SrsShape;
 use crate::synth::{begin, done, full, slices};
 
-pub struct SynthPce(pub Arc<PceCache>);
+#[derive(Clone)]
+pub struct SynthPce {
+    pub cache: Arc<PceCache>,
+    /// Leave a, b and c to the device stage ([`PartitionWork::deferred_abc`]).
+    pub defer_abc: bool,
+}
 
 impl Stage<PartitionWork> for SynthPce {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
@@ -29,7 +40,7 @@ impl Stage<PartitionWork> for SynthPce {
         let mut recorded: Option<anyhow::Result<Synthesized>> = None;
         let (recording, origin) = {
             let view = cx.arena()?.view();
-            self.0.get_or_record(&srs, || {
+            self.cache.get_or_record(&srs, || {
                 let c = circuit.take().expect("the circuit is here until used");
                 let (result, rec) = record(c, slices(&view, &layout), &layout.shape, srs.id());
                 recorded = Some(result);
@@ -46,11 +57,15 @@ impl Stage<PartitionWork> for SynthPce {
         let copy = circuit.duplicate();
         let attempt = {
             let view = cx.arena()?.view();
-            from_recording(circuit, &recording, &layout, &view)?
+            from_recording(circuit, &recording, &layout, &view, self.defer_abc)?
         };
         let out = match attempt {
             Ok(out) => {
                 cx.note("pce", origin.as_str());
+                if self.defer_abc {
+                    cx.note("abc", "device");
+                    w.deferred_abc = Some(recording);
+                }
                 out
             }
             Err(mismatch) => {
@@ -95,12 +110,14 @@ fn record(
 
 /// Witness-only synthesis and evaluation from `recording`. The outer error
 /// is the partition's (a witness the circuit cannot compute, a shape the
-/// SRS does not have); the inner one a mismatch with the recording.
+/// SRS does not have); the inner one a mismatch with the recording. With
+/// `defer_abc`, a, b and c are left to the device stage.
 fn from_recording(
     circuit: Box<dyn ProvableCircuit>,
     recording: &Recording,
     layout: &PartitionLayout,
     view: &cuzk_engine::ArenaView<'_>,
+    defer_abc: bool,
 ) -> anyhow::Result<Result<Synthesized, Mismatch>> {
     let shape = &layout.shape;
     let z = as_scalars(view.take(layout.z));
@@ -127,16 +144,6 @@ fn from_recording(
             .into());
         }
     }
-    let (a, b, c) = (
-        as_scalars(view.take(layout.a)),
-        as_scalars(view.take(layout.b)),
-        as_scalars(view.take(layout.c)),
-    );
-    recording.evaluate(z, a, b, c);
-    let rows = recording.meta.constraints;
-    if let Err(m) = check_rows(a, b, c, rows) {
-        return Ok(Err(m));
-    }
     let [ra, rbi, rba] = recording.densities();
     let (da, dbi, dba) = (
         view.take(layout.a_aux_density),
@@ -146,6 +153,20 @@ fn from_recording(
     da.copy_from_slice(ra);
     dbi.copy_from_slice(rbi);
     dba.copy_from_slice(rba);
+    let rows = recording.meta.constraints;
+    if defer_abc {
+        let inputs = &z[..shape.inputs];
+        return Ok(Ok(check_finished(inputs, rows, [da, dbi, dba], shape)?));
+    }
+    let (a, b, c) = (
+        as_scalars(view.take(layout.a)),
+        as_scalars(view.take(layout.b)),
+        as_scalars(view.take(layout.c)),
+    );
+    recording.evaluate(z, a, b, c);
+    if let Err(m) = check_rows(a, b, c, rows) {
+        return Ok(Err(m));
+    }
     let out = finish(
         Finished {
             a,

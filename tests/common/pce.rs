@@ -104,7 +104,7 @@ pub async fn matches_full_synthesis(
     let classic = synthesize("synth", Arc::default(), srs, make()).await;
     let cache = Arc::new(PceCache::new(Some(dir.into())));
     let first = synthesize("synth_pce", cache.clone(), srs, make()).await;
-    let second = synthesize("synth_pce", cache, srs, make()).await;
+    let second = synthesize("synth_pce", cache.clone(), srs, make()).await;
     let from_disk = synthesize(
         "synth_pce",
         Arc::new(PceCache::new(Some(dir.into()))),
@@ -124,4 +124,48 @@ pub async fn matches_full_synthesis(
             );
         }
     }
+    // On the GPU (synth_witness graphs): a, b and c evaluated on the device
+    // from the recording and each partition's assignment equal full
+    // synthesis's, bit for bit.
+    let Some(device) = gpu() else { return };
+    let recording = cache.get_or_record(srs, || None).0.expect("recorded above");
+    for (want, _) in &classic {
+        let d = on_device(device, &recording, &want.z, srs.shape().domain);
+        assert_eq!(d.unsatisfied, None, "the device finds every row satisfied");
+        assert!(
+            d.abc == [want.a.clone(), want.b.clone(), want.c.clone()],
+            "a, b, c from the device differ from full synthesis"
+        );
+    }
+}
+
+/// The first usable GPU, or `None`, saying why.
+pub fn gpu() -> Option<i32> {
+    match cuzk_gpu::device::usable_device() {
+        Ok(d) => Some(d.ordinal as i32),
+        Err(why) => {
+            eprintln!("skipping the device evaluation: {why}");
+            None
+        }
+    }
+}
+
+/// Evaluates a, b and c on `device` from a Montgomery-form assignment `z`
+/// (as synthesis leaves it; the device takes it canonical, as prep_msm
+/// leaves it).
+pub fn on_device(
+    device: i32,
+    recording: &Arc<cuzk::stages::pce::Recording>,
+    z: &[[u64; 4]],
+    domain: usize,
+) -> cuzk::stages::gpu::DeviceEval {
+    let mut z = z.to_vec();
+    cuzk::stages::scalars::to_canonical(&mut z);
+    cuzk::stages::gpu::evaluate_on_device(device, recording, &z, domain, 1).unwrap()
+}
+
+/// The assignment full synthesis computes for `circuit` (Montgomery form).
+pub async fn assignment(srs: &Arc<Srs>, circuit: Box<dyn ProvableCircuit>) -> Vec<[u64; 4]> {
+    let classic = synthesize("synth", Arc::default(), srs, vec![circuit]).await;
+    classic[0].0.z.clone()
 }

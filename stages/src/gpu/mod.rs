@@ -14,6 +14,7 @@
 //! SRS points stay resident on each device when they fit its memory budget;
 //! otherwise they are streamed into the lease for every partition.
 
+mod abc;
 mod slot;
 mod stages;
 
@@ -26,22 +27,26 @@ use cuzk_gpu::vram::{Reservation, VramBudget};
 
 use crate::srs::Srs;
 
+pub use abc::{DeviceEval, DevicePce, Unsatisfied, evaluate_on_device, pce_device_bytes};
 pub use slot::{GpuLeases, GpuSlot};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
 
 const G1_BYTES: usize = std::mem::size_of::<G1Affine>();
 const G2_BYTES: usize = std::mem::size_of::<G2Affine>();
 
-/// Values kept for each SRS while it is alive, keyed by the SRS itself.
-struct PerSrs<V>(Vec<(Weak<Srs>, V)>);
+/// Values kept for each SRS (or recording) while it is alive, keyed by the
+/// thing itself.
+struct PerKey<K, V>(Vec<(Weak<K>, V)>);
 
-impl<V> PerSrs<V> {
+type PerSrs<V> = PerKey<Srs, V>;
+
+impl<K, V> PerKey<K, V> {
     const fn new() -> Self {
         Self(Vec::new())
     }
 
-    /// The value kept for `srs`, after forgetting those of dropped SRSs.
-    fn get(&mut self, srs: &Arc<Srs>) -> Option<&V> {
+    /// The value kept for `srs`, after forgetting those of dropped keys.
+    fn get(&mut self, srs: &Arc<K>) -> Option<&V> {
         self.0.retain(|(w, _)| w.strong_count() > 0);
         self.0
             .iter()
@@ -49,11 +54,11 @@ impl<V> PerSrs<V> {
             .map(|(_, v)| v)
     }
 
-    fn insert(&mut self, srs: &Arc<Srs>, value: V) {
+    fn insert(&mut self, srs: &Arc<K>, value: V) {
         self.0.push((Arc::downgrade(srs), value));
     }
 
-    fn remove(&mut self, srs: &Arc<Srs>) -> Option<V> {
+    fn remove(&mut self, srs: &Arc<K>) -> Option<V> {
         let i = self
             .0
             .iter()
@@ -68,6 +73,8 @@ pub struct GpuDevice {
     pub ordinal: i32,
     pub vram: Arc<VramBudget>,
     resident: Mutex<PerSrs<Arc<DeviceSrs>>>,
+    /// Pre-compiled constraints resident here, by recording.
+    pce: Mutex<PerKey<crate::pce::Recording, Arc<DevicePce>>>,
 }
 
 impl GpuDevice {
@@ -76,12 +83,20 @@ impl GpuDevice {
             ordinal,
             vram: VramBudget::new(ordinal as usize, vram_budget),
             resident: Mutex::new(PerSrs::new()),
+            pce: Mutex::new(PerKey::new()),
         })
     }
 
     /// Device bytes of the SRSs resident here.
     pub fn resident_bytes(&self) -> usize {
         let mut r = self.resident.lock().unwrap();
+        r.0.retain(|(w, _)| w.strong_count() > 0);
+        r.0.iter().map(|(_, d)| d.bytes).sum()
+    }
+
+    /// Device bytes of the pre-compiled constraints resident here.
+    pub fn pce_bytes(&self) -> usize {
+        let mut r = self.pce.lock().unwrap();
         r.0.retain(|(w, _)| w.strong_count() > 0);
         r.0.iter().map(|(_, d)| d.bytes).sum()
     }

@@ -12,7 +12,7 @@ use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::ops::{self, G1, G2, GpuCurve};
 
 use super::slot::DeviceLists;
-use super::{G1_BYTES, G2_BYTES, GpuContext, GpuSlot};
+use super::{G1_BYTES, G2_BYTES, GpuContext, GpuSlot, Unsatisfied};
 use crate::partition::{G1Results, PartitionWork, QueryPlan, QueryRegions};
 use crate::srs::SrsShape;
 
@@ -40,8 +40,12 @@ impl Spans {
     }
 }
 
-/// A device-side failure, so the runtime retries the partition elsewhere.
+/// A device-side failure, so the runtime retries the partition elsewhere;
+/// a witness the constraints reject fails the partition as it is.
 fn fault(cx: &StageContext<'_>, e: anyhow::Error) -> anyhow::Error {
+    if e.is::<Unsatisfied>() {
+        return e;
+    }
     DeviceFault {
         device: cx.device.unwrap_or(0),
         message: format!("{e:#}"),
@@ -63,6 +67,7 @@ impl GpuContext {
         w: &PartitionWork,
         arena: &mut ArenaLease,
         slot: &mut GpuSlot,
+        spans: &mut Spans,
     ) -> anyhow::Result<usize> {
         let layout = w.layout()?;
         let plan = w.plan()?;
@@ -86,10 +91,22 @@ impl GpuContext {
         upload(&bufs.lists[0], layout.l, &plan.l)?;
         upload(&bufs.lists[1], layout.a_query, &plan.a)?;
         upload(&bufs.lists[2], layout.b_query, &plan.b)?;
-        bufs.a.copy_in(stream, view.take(layout.a))?;
-        bufs.b.copy_in(stream, view.take(layout.b))?;
-        bufs.c.copy_in(stream, view.take(layout.c))?;
         bufs.z.copy_in(stream, view.take(layout.z))?;
+        match &w.deferred_abc {
+            // After z's upload on the same stream; returns synchronised.
+            Some(r) => {
+                if let Some((start, end)) =
+                    self.deferred_abc(r, &slot.dev, stream, bufs, &layout, &view)?
+                {
+                    spans.0.push(("pce_eval", start, end));
+                }
+            }
+            None => {
+                bufs.a.copy_in(stream, view.take(layout.a))?;
+                bufs.b.copy_in(stream, view.take(layout.b))?;
+                bufs.c.copy_in(stream, view.take(layout.c))?;
+            }
+        }
         // The arena must not change until the copies land.
         stream.sync()?;
         slot.srs = Some(srs);
@@ -217,7 +234,7 @@ impl Stage<PartitionWork> for GpuNttMsm {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
         let mut spans = Spans::default();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
-        let staged = self.0.stage_in(w, arena, slot);
+        let staged = self.0.stage_in(w, arena, slot, &mut spans);
         let result = staged.and_then(|bytes| Ok((bytes, self.0.compute(w, slot, &mut spans)?)));
         spans.report(cx);
         let (bytes, g1) = result.map_err(|e| fault(cx, e))?;
@@ -237,8 +254,11 @@ pub struct GpuStageIn(pub Arc<GpuContext>);
 
 impl Stage<PartitionWork> for GpuStageIn {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        let mut spans = Spans::default();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
-        let bytes = self.0.stage_in(w, arena, slot).map_err(|e| fault(cx, e))?;
+        let staged = self.0.stage_in(w, arena, slot, &mut spans);
+        spans.report(cx);
+        let bytes = staged.map_err(|e| fault(cx, e))?;
         cx.note("backend", "gpu");
         cx.note("device_bytes", bytes);
         Ok(())

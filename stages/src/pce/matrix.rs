@@ -52,8 +52,8 @@ fn class(code: u32) -> Class {
 /// Exponent gaps up to this are doublings; longer ones a multiplication.
 const DOUBLINGS: u32 = 6;
 
-/// 2^k for k < 256.
-fn powers_of_two() -> &'static [Scalar; 256] {
+/// 2^k for k < 256 (the device takes them for long exponent gaps).
+pub fn powers_of_two() -> &'static [Scalar; 256] {
     static POWERS: std::sync::OnceLock<[Scalar; 256]> = std::sync::OnceLock::new();
     POWERS.get_or_init(|| {
         let mut p = [Scalar::ONE; 256];

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use blstrs::Scalar;
 use rayon::prelude::*;
 
-pub use matrix::{ClassCounts, Codes, Csr, TABLE};
+pub use matrix::{ClassCounts, Codes, Csr, TABLE, powers_of_two};
 pub use record::RecordingCs;
 pub use store::{Meta, Recording};
 pub use witness::{PartDone, WitnessCs};

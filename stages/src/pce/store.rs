@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use blstrs::Scalar;
+use rayon::prelude::*;
 
 use super::matrix::{Builder, Codes, Csr};
 
@@ -255,6 +256,55 @@ impl Recording {
     /// Bytes the recording takes.
     pub fn bytes(&self) -> usize {
         self.sections.total
+    }
+
+    /// Checks that every index the matrices hold is in bounds: row pointers
+    /// rising to the term count, columns inside the assignment, codes inside
+    /// the table. The device reads a recording without bounds checks, so one
+    /// is validated before it is uploaded (a damaged file is an error, not an
+    /// out-of-bounds read).
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.meta.n_inputs + self.meta.n_aux;
+        let codes_end = super::matrix::TABLE as usize + self.table().len();
+        for (m, name) in ["A", "B", "C"].into_iter().enumerate() {
+            let csr = self.matrix(m);
+            if csr.rows() != self.meta.constraints {
+                return Err(format!(
+                    "matrix {name} has {} rows for {} constraints",
+                    csr.rows(),
+                    self.meta.constraints
+                ));
+            }
+            let ptr = csr.row_ptr;
+            if ptr[0] != 0
+                || ptr[ptr.len() - 1] as usize != csr.nnz()
+                || ptr.par_windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(format!(
+                    "matrix {name}'s row pointers are not rising to its term count"
+                ));
+            }
+            if let Some(col) = csr.cols.par_iter().find_any(|&&c| c as usize >= n) {
+                return Err(format!(
+                    "matrix {name} has column {col} beyond the {n} variables"
+                ));
+            }
+            let bad_code = match csr.codes {
+                Codes::Narrow(c) => c.par_iter().any(|&c| c as usize >= codes_end),
+                Codes::Wide(c) => c.par_iter().any(|&c| c as usize >= codes_end),
+            };
+            if bad_code {
+                return Err(format!(
+                    "matrix {name} has a coefficient code beyond its table"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether coefficient codes are `u32` (else `u16`).
+    pub fn wide_codes(&self) -> bool {
+        self.sections.wide
     }
 
     pub fn is_mapped(&self) -> bool {
