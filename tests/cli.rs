@@ -27,7 +27,7 @@ fn bad_configs_fail_naming_the_key() {
     for (text, needle) in [
         (
             "[pipeline]\nvariant = \"quad_lock\"",
-            "config error at `pipeline.variant`: no built-in graph `quad_lock` (built-in: serial, single_lock, single_lock_cpu_b2, two_lock, throttled, pce)",
+            "config error at `pipeline.variant`: no built-in graph `quad_lock` (built-in: serial, single_lock, single_lock_cpu_b2, two_lock, throttled, pce, pce_gpu)",
         ),
         (
             "[channels]\ndefault = 0",
