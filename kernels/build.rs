@@ -8,11 +8,12 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
-const SOURCES: [&str; 4] = [
+const SOURCES: [&str; 5] = [
     "cuda/memory.cu",
     "cuda/ntt.cu",
     "cuda/msm.cu",
     "cuda/pce.cu",
+    "cuda/prep.cu",
 ];
 const ARCH: &str = "sm_90";
 

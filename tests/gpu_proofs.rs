@@ -122,3 +122,47 @@ async fn running_out_of_device_memory_is_a_clear_error_and_the_engine_goes_on() 
     // Small partitions still fit: the engine keeps serving.
     prove(&engine, Workload::Chain, 4, 2, 1).await;
 }
+
+/// Each partition's MSM plan, as noted ("l", "a", "b": dense or packed, and
+/// the ones, significant and zero terms), with where it was made.
+fn plans(out: &[cuzk::JobProofs]) -> (Vec<[String; 3]>, usize) {
+    let (mut plans, mut on_device) = (vec![], 0);
+    for job in out {
+        for p in &job.partitions {
+            let t = p
+                .timings
+                .iter()
+                .find(|t| t.note("l").is_some())
+                .expect("a stage noted the plan");
+            on_device += usize::from(t.note("prep") == Some("device"));
+            plans.push(["l", "a", "b"].map(|q| t.note(q).unwrap().to_string()));
+        }
+    }
+    (plans, on_device)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prep_on_the_device_plans_what_prep_msm_plans_on_the_host() {
+    // chain's aux terms are dense, sha256's packed (ones, zeros, significant).
+    for (workload, log_size) in [
+        (Workload::Chain, 12),
+        (Workload::Sha256, common::sha256_log_size()),
+    ] {
+        let mut got = vec![];
+        for variant in ["pce", "pce_gpu"] {
+            let Some(config) = gpu_config(variant) else {
+                return;
+            };
+            let engine = Engine::from_config(config).unwrap();
+            let out = common::prove_in_flight(&engine, workload, log_size, 3, 2).await;
+            got.push(plans(&out));
+            engine.shutdown().await;
+        }
+        assert_eq!(got[0].1, 0, "pce prepares on the host");
+        assert_eq!(
+            got[1].1, 6,
+            "pce_gpu prepares every partition on the device"
+        );
+        assert_eq!(got[0].0, got[1].0, "{workload:?}: the same plans");
+    }
+}

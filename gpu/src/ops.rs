@@ -348,3 +348,100 @@ pub fn pce_eval(
     }?;
     Ok((first_bad != u32::MAX).then_some(first_bad as usize))
 }
+
+/// Montgomery to canonical form in place (the form MSMs read), queued on `stream`.
+pub fn to_canonical(stream: &Stream, z: &DeviceBuffer, n: usize) -> Result<(), KernelError> {
+    assert!(n * 32 <= z.bytes(), "conversion beyond the buffer");
+    // SAFETY: n scalars on the stream's device.
+    unsafe { k::cuzk_to_canonical(stream.device(), stream.raw(), z.at(0), n) }
+}
+
+/// Which variables of one part (inputs or aux) a query selects.
+#[derive(Clone, Copy, Debug)]
+pub enum Select<'a> {
+    None,
+    All,
+    /// Those whose bit is set (a device bitmap of u64 words).
+    Bitmap(&'a DeviceBuffer, usize),
+}
+
+impl Select<'_> {
+    fn raw(&self) -> (u32, *const u64) {
+        match self {
+            Select::None => (0, std::ptr::null()),
+            Select::All => (1, std::ptr::null()),
+            Select::Bitmap(b, word) => (2, b.at::<u64>(*word).cast_const()),
+        }
+    }
+}
+
+/// One query's index lists, where `prep_query` writes them.
+pub struct QueryLists<'a> {
+    pub ones: &'a DeviceBuffer,
+    pub sig_base: &'a DeviceBuffer,
+    pub sig_scalar: &'a DeviceBuffer,
+}
+
+/// What one query's preparation found: candidates selected, ones and
+/// significant terms (the rest are zeros).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryCounts {
+    pub selected: usize,
+    pub ones: usize,
+    pub significant: usize,
+}
+
+/// prep_msm for one query on the device, from the canonical assignment `z`
+/// of `n_inputs + n_aux` variables: lists in `lists` (which must hold every
+/// selected candidate); returns once done, with the counts.
+pub fn prep_query(
+    stream: &Stream,
+    z: &DeviceBuffer,
+    n_inputs: usize,
+    n_aux: usize,
+    inputs: Select<'_>,
+    aux: Select<'_>,
+    lists: &QueryLists<'_>,
+) -> Result<QueryCounts, KernelError> {
+    let n = n_inputs + n_aux;
+    assert!(n < u32::MAX as usize, "assignment beyond u32 indices");
+    assert!(z.bytes() >= n * 32, "assignment buffer short");
+    let bound = |sel: &Select<'_>, len: usize| match sel {
+        Select::None => 0,
+        Select::All => len,
+        Select::Bitmap(b, word) => {
+            assert!((word + len.div_ceil(64)) * 8 <= b.bytes(), "bitmap short");
+            len
+        }
+    };
+    let capacity = (bound(&inputs, n_inputs) + bound(&aux, n_aux)) * 4;
+    for l in [lists.ones, lists.sig_base, lists.sig_scalar] {
+        assert!(l.bytes() >= capacity, "index list short");
+    }
+    let ((im, ib), (am, ab)) = (inputs.raw(), aux.raw());
+    let mut counts = [0u32; 3];
+    // SAFETY: buffers of one device sized as checked above.
+    unsafe {
+        k::cuzk_prep_query(
+            stream.device(),
+            stream.raw(),
+            z.at(0),
+            n_inputs as u32,
+            n as u32,
+            im,
+            ib,
+            am,
+            ab,
+            true,
+            lists.ones.at(0),
+            lists.sig_base.at(0),
+            lists.sig_scalar.at(0),
+            counts.as_mut_ptr(),
+        )
+    }?;
+    Ok(QueryCounts {
+        selected: counts[0] as usize,
+        ones: counts[1] as usize,
+        significant: counts[2] as usize,
+    })
+}

@@ -157,6 +157,13 @@ kernels! {
     /// assignment `z`, in Montgomery form; returns, the stream synchronised,
     /// with the first row where a·b ≠ c in `first_bad` (`u32::MAX` if none).
     fn cuzk_pce_eval(device: i32, stream: *mut c_void, row_ptr: *const *const u32, cols: *const *const u32, codes: *const *const c_void, wide: bool, table: *const Fr, pow2: *const Fr, z: *const Fr, constraints: u32, n_inputs: u32, n: usize, a: *mut Fr, b: *mut Fr, c: *mut Fr, first_bad: *mut u32);
+    /// Montgomery to canonical form in place, queued on `stream`.
+    fn cuzk_to_canonical(device: i32, stream: *mut c_void, z: *mut Fr, n: usize);
+    /// prep_msm for one query from the canonical assignment: selection of
+    /// inputs and aux by mode (0 none, 1 all, 2 bitmap), index lists written
+    /// if `scatter`; returns, synchronised, with `counts` = selected, ones,
+    /// significant.
+    fn cuzk_prep_query(device: i32, stream: *mut c_void, z: *const Fr, n_inputs: u32, n: u32, input_mode: u32, input_bits: *const u64, aux_mode: u32, aux_bits: *const u64, scatter: bool, ones: *mut u32, sig_base: *mut u32, sig_scalar: *mut u32, counts: *mut u32);
     fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
 }
 

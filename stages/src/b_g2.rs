@@ -13,7 +13,7 @@ pub struct CpuBG2Msm;
 impl Stage<PartitionWork> for CpuBG2Msm {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
         let layout = w.layout()?;
-        let plan = w.plan()?;
+        let plan = w.host_plan()?;
         let srs = w.srs.clone();
         let view = cx.arena()?.view();
         let z = as_bytes(view.take(layout.z));

@@ -236,7 +236,11 @@ fn on_device(
     {
         // The per-input rows and the padding the engine's finish adds.
         let zs = as_scalars(&mut *z);
-        let (a, b, c) = (as_scalars(&mut *a), as_scalars(&mut *b), as_scalars(&mut *c));
+        let (a, b, c) = (
+            as_scalars(&mut *a),
+            as_scalars(&mut *b),
+            as_scalars(&mut *c),
+        );
         a[rows..rows + inputs].copy_from_slice(&zs[..inputs]);
         for v in [&mut *b, &mut *c] {
             v[rows..rows + inputs].fill(Scalar::ZERO);

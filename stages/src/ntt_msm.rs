@@ -7,6 +7,7 @@ use cuzk_gpu::cpu::msm::{G1, Terms, g1_raw, msm};
 use cuzk_gpu::cpu::ntt::Domain;
 
 use crate::partition::{G1Results, PartitionWork};
+use crate::prep::prepare;
 use crate::query::{PackedQuery, query_msm};
 use crate::scalars::{as_bytes, as_scalars, to_canonical};
 
@@ -14,8 +15,12 @@ pub struct CpuNttMsm;
 
 impl Stage<PartitionWork> for CpuNttMsm {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        if w.plan.is_none() {
+            // A graph that leaves prep_msm to the device: here, the CPU.
+            prepare(w, cx)?;
+        }
         let layout = w.layout()?;
-        let plan = w.plan()?;
+        let plan = w.host_plan()?;
         let shape = layout.shape;
         let srs = w.srs.clone();
         let cancelled = cx.cancel_flag();
@@ -60,6 +65,9 @@ pub struct CpuStageIn;
 impl Stage<PartitionWork> for CpuStageIn {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
         w.layout()?;
+        if w.plan.is_none() {
+            prepare(w, cx)?;
+        }
         cx.note("backend", "cpu");
         Ok(())
     }

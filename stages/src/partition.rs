@@ -105,6 +105,9 @@ pub struct MsmPlan {
     pub l: QueryPlan,
     pub a: QueryPlan,
     pub b: QueryPlan,
+    /// Whether the index lists (and the canonical assignment) are in the
+    /// host arena: prep_msm's; a plan made on the device leaves them there.
+    pub on_host: bool,
 }
 
 /// The G1 results of gpu_ntt_msm.
@@ -167,5 +170,16 @@ impl PartitionWork {
     pub fn plan(&self) -> anyhow::Result<MsmPlan> {
         self.plan
             .ok_or_else(|| anyhow::anyhow!("no MSM plan: prep_msm has not run on this partition"))
+    }
+
+    /// The plan, for a stage that reads its lists from the host arena.
+    pub fn host_plan(&self) -> anyhow::Result<MsmPlan> {
+        let plan = self.plan()?;
+        anyhow::ensure!(
+            plan.on_host,
+            "the MSM lists were prepared on the device and are not in the host arena: \
+             declare a prep_msm node before the device stage for a graph with host MSMs"
+        );
+        Ok(plan)
     }
 }

@@ -58,7 +58,7 @@ fn plan_query(
             .iter()
             .filter(|s| class(s) == Class::Significant)
             .count();
-        sig as f64 >= DENSE_SHARE * aux.len() as f64 && !aux.is_empty()
+        is_dense(full, sig, aux.len())
     };
     let mut plan = QueryPlan {
         dense_aux_base: dense.then_some(aux_base),
@@ -93,61 +93,79 @@ fn plan_query(
 
 impl Stage<PartitionWork> for PrepMsm {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
-        let layout = w.layout()?;
-        let ni = layout.shape.inputs;
-        let view = cx.arena()?.view();
-        let z_limbs = view.take(layout.z);
-        let a_density = view.take(layout.a_aux_density);
-        let b_in_density = view.take(layout.b_input_density);
-        let b_aux_density = view.take(layout.b_aux_density);
-        let lists = |q: crate::partition::QueryRegions| Lists {
-            ones: view.take(q.ones),
-            sig_base: view.take(q.sig_base),
-            sig_scalar: view.take(q.sig_scalar),
-        };
-        let z = as_scalars(z_limbs);
-        let plan = MsmPlan {
-            // L: every aux variable, in order.
-            l: plan_query(z, ni, std::iter::empty(), None, 0, lists(layout.l)),
-            // A: every input (full density), then aux used in A.
-            a: plan_query(
+        prepare(w, cx)
+    }
+}
+
+/// prep_msm's work on the host (the stage, and the CPU backend's device
+/// stages in graphs that leave it to the device).
+pub fn prepare(w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+    let layout = w.layout()?;
+    let ni = layout.shape.inputs;
+    let view = cx.arena()?.view();
+    let z_limbs = view.take(layout.z);
+    let a_density = view.take(layout.a_aux_density);
+    let b_in_density = view.take(layout.b_input_density);
+    let b_aux_density = view.take(layout.b_aux_density);
+    let lists = |q: crate::partition::QueryRegions| Lists {
+        ones: view.take(q.ones),
+        sig_base: view.take(q.sig_base),
+        sig_scalar: view.take(q.sig_scalar),
+    };
+    let z = as_scalars(z_limbs);
+    let plan = MsmPlan {
+        // L: every aux variable, in order.
+        l: plan_query(z, ni, std::iter::empty(), None, 0, lists(layout.l)),
+        // A: every input (full density), then aux used in A.
+        a: plan_query(
+            z,
+            ni,
+            (0..ni).map(|i| (i, i)),
+            Some(a_density),
+            ni,
+            lists(layout.a_query),
+        ),
+        // B: inputs used in B, then aux used in B.
+        b: {
+            let used: Vec<usize> = (0..ni).filter(|&i| bit(b_in_density, i)).collect();
+            let n_used = used.len();
+            plan_query(
                 z,
                 ni,
-                (0..ni).map(|i| (i, i)),
-                Some(a_density),
-                ni,
-                lists(layout.a_query),
-            ),
-            // B: inputs used in B, then aux used in B.
-            b: {
-                let used: Vec<usize> = (0..ni).filter(|&i| bit(b_in_density, i)).collect();
-                let n_used = used.len();
-                plan_query(
-                    z,
-                    ni,
-                    used.into_iter().enumerate(),
-                    Some(b_aux_density),
-                    n_used,
-                    lists(layout.b_query),
-                )
-            },
+                used.into_iter().enumerate(),
+                Some(b_aux_density),
+                n_used,
+                lists(layout.b_query),
+            )
+        },
+        on_host: true,
+    };
+    to_canonical(z_limbs);
+    note_plan(cx, &plan);
+    w.plan = Some(plan);
+    Ok(())
+}
+
+/// Notes each query's packing in the stage's timing.
+pub fn note_plan(cx: &mut StageContext<'_>, plan: &MsmPlan) {
+    for (name, q) in [("l", plan.l), ("a", plan.a), ("b", plan.b)] {
+        let mode = if q.dense_aux_base.is_some() {
+            "dense"
+        } else {
+            "packed"
         };
-        to_canonical(z_limbs);
-        for (name, q) in [("l", plan.l), ("a", plan.a), ("b", plan.b)] {
-            let mode = if q.dense_aux_base.is_some() {
-                "dense"
-            } else {
-                "packed"
-            };
-            cx.note(
-                name,
-                format!(
-                    "{mode}:ones={},sig={},zero={}",
-                    q.ones, q.significant, q.zeros
-                ),
-            );
-        }
-        w.plan = Some(plan);
-        Ok(())
+        cx.note(
+            name,
+            format!(
+                "{mode}:ones={},sig={},zero={}",
+                q.ones, q.significant, q.zeros
+            ),
+        );
     }
+}
+
+/// Whether a query's aux terms form one dense MSM: all of them are in it
+/// and at least [`DENSE_SHARE`] of them are significant.
+pub fn is_dense(full: bool, significant_aux: usize, aux: usize) -> bool {
+    full && significant_aux as f64 >= DENSE_SHARE * aux as f64 && aux > 0
 }

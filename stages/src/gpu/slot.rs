@@ -40,13 +40,17 @@ pub(super) struct Buffers {
     pub z: DeviceBuffer,
     /// L, A and B.
     pub lists: [DeviceLists; 3],
+    /// The density bitmaps (A aux, B inputs, B aux), for prep on the device.
+    pub densities: [DeviceBuffer; 3],
     _reservation: Reservation,
 }
 
-/// Device bytes of a partition's buffers for `shape`.
+/// Device bytes of a partition's buffers for `shape`, with the scratch of
+/// prep on the device (two 12-byte counters per variable).
 pub fn partition_device_bytes(shape: &SrsShape) -> usize {
     let n = shape.inputs + shape.aux;
-    (3 * shape.domain + n) * 32 + 3 * 4 * (shape.aux + 2 * n)
+    let bitmaps = (2 * shape.aux.div_ceil(64) + shape.inputs.div_ceil(64) + 3) * 8;
+    (3 * shape.domain + n) * 32 + 3 * 4 * (shape.aux + 2 * n) + bitmaps + 24 * n
 }
 
 impl Buffers {
@@ -67,6 +71,11 @@ impl Buffers {
                 DeviceLists::alloc(d, shape.aux)?,
                 DeviceLists::alloc(d, n)?,
                 DeviceLists::alloc(d, n)?,
+            ],
+            densities: [
+                DeviceBuffer::alloc(d, shape.aux.div_ceil(64).max(1) * 8)?,
+                DeviceBuffer::alloc(d, shape.inputs.div_ceil(64).max(1) * 8)?,
+                DeviceBuffer::alloc(d, shape.aux.div_ceil(64).max(1) * 8)?,
             ],
             _reservation: reservation,
         })

@@ -6,14 +6,18 @@ use std::time::Instant;
 
 use anyhow::Context;
 use blstrs::Scalar;
-use cuzk_engine::{ArenaLease, DeviceFault, Stage, StageContext};
+use cuzk_engine::{ArenaLease, ArenaView, DeviceFault, Stage, StageContext};
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
-use cuzk_gpu::ops::{self, G1, G2, GpuCurve};
+use cuzk_gpu::ops::{self, G1, G2, GpuCurve, QueryCounts, QueryLists, Select};
 
-use super::slot::DeviceLists;
+use super::slot::{Buffers, DeviceLists};
 use super::{G1_BYTES, G2_BYTES, GpuContext, GpuSlot, Unsatisfied};
-use crate::partition::{G1Results, PartitionWork, QueryPlan, QueryRegions};
+use crate::cs::popcount;
+use crate::partition::{
+    G1Results, MsmPlan, PartitionLayout, PartitionWork, QueryPlan, QueryRegions,
+};
+use crate::prep::{is_dense, note_plan};
 use crate::srs::SrsShape;
 
 /// Device work a stage timed, kept until the slot's borrow of the context ends.
@@ -61,39 +65,50 @@ fn limbs(s: Scalar) -> [u64; 4] {
 
 impl GpuContext {
     /// Uploads the partition from its page-locked arena into the slot's
-    /// buffers on the slot's stream, and the SRS if it is not resident.
+    /// buffers on the slot's stream, and the SRS if it is not resident. A
+    /// partition no prep_msm ran on is prepared here, on the device; one
+    /// whose synthesis left a, b and c to the device has them evaluated here.
     fn stage_in(
         &self,
-        w: &PartitionWork,
+        w: &mut PartitionWork,
         arena: &mut ArenaLease,
         slot: &mut GpuSlot,
         spans: &mut Spans,
     ) -> anyhow::Result<usize> {
         let layout = w.layout()?;
-        let plan = w.plan()?;
         let srs = self.srs_on(&slot.dev, &w.srs, &slot.stream)?;
         slot.buffers_for(layout.shape)?;
         let (stream, bufs) = (&slot.stream, slot.buffers.as_ref().expect("just made"));
         let view = arena.view();
-        let upload =
-            |lists: &DeviceLists, regions: QueryRegions, q: &QueryPlan| -> anyhow::Result<()> {
-                lists
-                    .ones
-                    .copy_in(stream, &view.take(regions.ones)[..q.ones])?;
-                lists
-                    .sig_base
-                    .copy_in(stream, &view.take(regions.sig_base)[..q.significant])?;
-                lists
-                    .sig_scalar
-                    .copy_in(stream, &view.take(regions.sig_scalar)[..q.significant])?;
-                Ok(())
-            };
-        upload(&bufs.lists[0], layout.l, &plan.l)?;
-        upload(&bufs.lists[1], layout.a_query, &plan.a)?;
-        upload(&bufs.lists[2], layout.b_query, &plan.b)?;
+        let n = layout.shape.inputs + layout.shape.aux;
         bufs.z.copy_in(stream, view.take(layout.z))?;
+        let host_plan = w.plan;
+        match host_plan {
+            Some(plan) => {
+                let upload = |lists: &DeviceLists,
+                              regions: QueryRegions,
+                              q: &QueryPlan|
+                 -> anyhow::Result<()> {
+                    lists
+                        .ones
+                        .copy_in(stream, &view.take(regions.ones)[..q.ones])?;
+                    lists
+                        .sig_base
+                        .copy_in(stream, &view.take(regions.sig_base)[..q.significant])?;
+                    lists
+                        .sig_scalar
+                        .copy_in(stream, &view.take(regions.sig_scalar)[..q.significant])?;
+                    Ok(())
+                };
+                upload(&bufs.lists[0], layout.l, &plan.l)?;
+                upload(&bufs.lists[1], layout.a_query, &plan.a)?;
+                upload(&bufs.lists[2], layout.b_query, &plan.b)?;
+            }
+            // The MSMs read the canonical form; the arena keeps Montgomery's.
+            None => ops::to_canonical(stream, &bufs.z, n)?,
+        }
         match &w.deferred_abc {
-            // After z's upload on the same stream; returns synchronised.
+            // After z's upload (and conversion) on the same stream; returns synchronised.
             Some(r) => {
                 if let Some((start, end)) =
                     self.deferred_abc(r, &slot.dev, stream, bufs, &layout, &view)?
@@ -106,6 +121,10 @@ impl GpuContext {
                 bufs.b.copy_in(stream, view.take(layout.b))?;
                 bufs.c.copy_in(stream, view.take(layout.c))?;
             }
+        }
+        if host_plan.is_none() {
+            let plan = spans.time("prep", || prepare_on_device(stream, bufs, &layout, &view))?;
+            w.plan = Some(plan);
         }
         // The arena must not change until the copies land.
         stream.sync()?;
@@ -185,6 +204,66 @@ impl GpuContext {
     }
 }
 
+/// prep_msm on the device, from the canonical assignment in the slot and the
+/// densities in the arena: the L, A and B lists into the slot's buffers, the
+/// plan (counts and dense parts) back to the host, deciding as the host does.
+fn prepare_on_device(
+    stream: &Stream,
+    bufs: &Buffers,
+    layout: &PartitionLayout,
+    view: &ArenaView<'_>,
+) -> anyhow::Result<MsmPlan> {
+    let (ni, na) = (layout.shape.inputs, layout.shape.aux);
+    let density = [
+        view.take(layout.a_aux_density),
+        view.take(layout.b_input_density),
+        view.take(layout.b_aux_density),
+    ];
+    for (buf, bits) in bufs.densities.iter().zip(&density) {
+        buf.copy_in(stream, bits)?;
+    }
+    let lists = |k: usize| QueryLists {
+        ones: &bufs.lists[k].ones,
+        sig_base: &bufs.lists[k].sig_base,
+        sig_scalar: &bufs.lists[k].sig_scalar,
+    };
+    let plan_of = |c: QueryCounts, dense_aux_base: Option<usize>| QueryPlan {
+        dense_aux_base,
+        ones: c.ones,
+        significant: c.significant,
+        zeros: c.selected - c.ones - c.significant,
+    };
+    let z = &bufs.z;
+    // L selects every aux variable: its significant terms decide whether
+    // each query whose aux part is full is dense.
+    let l = ops::prep_query(stream, z, ni, na, Select::None, Select::All, &lists(0))?;
+    let sig_aux = l.significant;
+    let l = match is_dense(true, sig_aux, na) {
+        true => plan_of(QueryCounts::default(), Some(0)),
+        false => plan_of(l, None),
+    };
+    let a_dense = is_dense(popcount(density[0]) == na, sig_aux, na);
+    let a_aux = match a_dense {
+        true => Select::None,
+        false => Select::Bitmap(&bufs.densities[0], 0),
+    };
+    let a = ops::prep_query(stream, z, ni, na, Select::All, a_aux, &lists(1))?;
+    let used_inputs = popcount(density[1]);
+    let b_dense = is_dense(popcount(density[2]) == na, sig_aux, na);
+    let b_aux = match b_dense {
+        true => Select::None,
+        false => Select::Bitmap(&bufs.densities[2], 0),
+    };
+    let b_inputs = Select::Bitmap(&bufs.densities[1], 0);
+    let b = ops::prep_query(stream, z, ni, na, b_inputs, b_aux, &lists(2))?;
+    Ok(MsmPlan {
+        l,
+        a: plan_of(a, a_dense.then_some(ni)),
+        b: plan_of(b, b_dense.then_some(used_inputs)),
+        on_host: false,
+    })
+}
+
 /// One query on the device: the dense aux part, the gathered tail of
 /// significant terms and the batch addition of ones.
 fn query<C>(
@@ -219,6 +298,14 @@ where
     Ok(dense + tail + ones)
 }
 
+/// Notes a plan made on the device, as prep_msm notes its own.
+fn note_prep(w: &PartitionWork, cx: &mut StageContext<'_>, prepared_here: bool) {
+    if let (true, Some(plan)) = (prepared_here, &w.plan) {
+        cx.note("prep", "device");
+        note_plan(cx, plan);
+    }
+}
+
 fn note_points(w: &PartitionWork, cx: &mut StageContext<'_>) {
     cx.note("backend", "gpu");
     cx.note(
@@ -234,11 +321,13 @@ impl Stage<PartitionWork> for GpuNttMsm {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
         let mut spans = Spans::default();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
+        let prepared_here = w.plan.is_none();
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
         let result = staged.and_then(|bytes| Ok((bytes, self.0.compute(w, slot, &mut spans)?)));
         spans.report(cx);
         let (bytes, g1) = result.map_err(|e| fault(cx, e))?;
         w.g1 = Some(g1);
+        note_prep(w, cx, prepared_here);
         cx.note("device_bytes", bytes);
         note_points(w, cx);
         Ok(())
@@ -255,10 +344,12 @@ pub struct GpuStageIn(pub Arc<GpuContext>);
 impl Stage<PartitionWork> for GpuStageIn {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
         let mut spans = Spans::default();
+        let prepared_here = w.plan.is_none();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
         spans.report(cx);
         let bytes = staged.map_err(|e| fault(cx, e))?;
+        note_prep(w, cx, prepared_here);
         cx.note("backend", "gpu");
         cx.note("device_bytes", bytes);
         Ok(())
