@@ -118,3 +118,23 @@ fn the_shipped_configs_load() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pce_gpu_on_the_cpu_backend_prepares_in_its_device_stage() {
+    // pce_gpu declares no prep_msm node: its device stage (here the CPU)
+    // makes each partition's MSM plan, exactly once.
+    let engine = Engine::from_config(common::config("pce_gpu")).unwrap();
+    assert!(engine.graph().node_named("prep_msm").is_none());
+    let out =
+        common::prove_in_flight(&engine, Workload::Sha256, common::sha256_log_size(), 3, 2).await;
+    for p in out.iter().flat_map(|j| &j.partitions) {
+        let planned: Vec<_> = p
+            .timings
+            .iter()
+            .filter(|t| t.note("l").is_some())
+            .map(|t| &*t.node)
+            .collect();
+        assert_eq!(planned, ["gpu_ntt_msm"]);
+    }
+    engine.shutdown().await;
+}
