@@ -21,6 +21,12 @@ pub fn as_scalars(limbs: &mut [Limbs]) -> &mut [Scalar] {
     unsafe { std::slice::from_raw_parts_mut(limbs.as_mut_ptr().cast(), limbs.len()) }
 }
 
+/// Limbs as field elements, read-only.
+pub fn as_scalars_ref(limbs: &[Limbs]) -> &[Scalar] {
+    // SAFETY: as in `as_scalars`.
+    unsafe { std::slice::from_raw_parts(limbs.as_ptr().cast(), limbs.len()) }
+}
+
 /// Limbs already converted by [`to_canonical`], as little-endian bytes.
 pub fn as_bytes(limbs: &[Limbs]) -> &[ScalarBytes] {
     // SAFETY: same size, weaker alignment, any bytes are valid.

@@ -124,13 +124,31 @@ pub async fn matches_full_synthesis(
             );
         }
     }
-    // On the GPU (synth_witness graphs): a, b and c evaluated on the device
-    // from the recording and each partition's assignment equal full
-    // synthesis's, bit for bit.
-    let Some(device) = gpu() else { return };
+    // synth_witness graphs on the GPU: a, b and c evaluated from the
+    // recording and each partition's assignment equal full synthesis's, bit
+    // for bit, on the host when the matrices do not fit the device (from the
+    // assignment in Montgomery form, or canonical after prep_msm)...
     let recording = cache.get_or_record(srs, || None).0.expect("recorded above");
+    let shape = srs.shape();
     for (want, _) in &classic {
-        let d = on_device(device, &recording, &want.z, srs.shape().domain);
+        let mut canonical = want.z.clone();
+        cuzk::stages::scalars::to_canonical(&mut canonical);
+        for (z, is_canonical) in [(&want.z, false), (&canonical, true)] {
+            let mut abc = [0; 3].map(|_| vec![[0u64; 4]; shape.domain]);
+            let [a, b, c] = &mut abc;
+            let out = [a.as_mut_slice(), b.as_mut_slice(), c.as_mut_slice()];
+            cuzk::stages::gpu::evaluate_on_host(&recording, z, is_canonical, out, shape.inputs)
+                .unwrap();
+            assert!(
+                abc == [want.a.clone(), want.b.clone(), want.c.clone()],
+                "a, b, c evaluated on the host (canonical z: {is_canonical}) differ from full synthesis"
+            );
+        }
+    }
+    // ...and on the device.
+    let Some(device) = gpu() else { return };
+    for (want, _) in &classic {
+        let d = on_device(device, &recording, &want.z, shape.domain);
         assert_eq!(d.unsatisfied, None, "the device finds every row satisfied");
         assert!(
             d.abc == [want.a.clone(), want.b.clone(), want.c.clone()],

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use blstrs::Scalar;
-use cuzk_engine::ArenaView;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::ops::{self, DeviceConstraints, DeviceMatrix};
 use cuzk_gpu::vram::Reservation;
@@ -19,9 +18,9 @@ use rayon::prelude::*;
 
 use super::slot::Buffers;
 use super::{GpuContext, GpuDevice};
-use crate::partition::PartitionLayout;
 use crate::pce::{Codes, Mismatch, Recording, check_rows, powers_of_two};
-use crate::scalars::{Limbs, as_scalars};
+use crate::scalars::{Limbs, as_scalars, as_scalars_ref};
+use crate::srs::SrsShape;
 
 /// A witness that does not satisfy the recorded constraints: the partition
 /// fails (on any device it would), naming the row.
@@ -142,19 +141,22 @@ impl GpuContext {
     }
 
     /// Fills the slot's a, b and c for a partition whose synthesis left them
-    /// to the device: evaluated there from the uploaded (canonical)
-    /// assignment, or on the host and uploaded when the matrices do not fit.
-    /// The device time of the evaluation, if it ran there.
+    /// to the device: evaluated there from the uploaded assignment (already
+    /// canonical in `bufs.z`), or, when the matrices do not fit, on the host
+    /// from the arena's (`z`, canonical if `z_canonical`) into the arena's
+    /// `abc` and uploaded. The device time of the evaluation, if it ran there.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn deferred_abc(
         &self,
         r: &Arc<Recording>,
         dev: &GpuDevice,
         stream: &Stream,
         bufs: &Buffers,
-        layout: &PartitionLayout,
-        view: &ArenaView<'_>,
+        shape: &SrsShape,
+        z: &[Limbs],
+        z_canonical: bool,
+        abc: [&mut [Limbs]; 3],
     ) -> anyhow::Result<Option<(Instant, Instant)>> {
-        let shape = layout.shape;
         match self.pce_on(dev, r, stream)? {
             Some(m) => {
                 let start = Instant::now();
@@ -175,44 +177,50 @@ impl GpuContext {
                 }
             }
             None => {
-                abc_on_host(r, layout, view)?;
-                bufs.a.copy_in(stream, view.take(layout.a))?;
-                bufs.b.copy_in(stream, view.take(layout.b))?;
-                bufs.c.copy_in(stream, view.take(layout.c))?;
+                let [a, b, c] = abc;
+                evaluate_on_host(r, z, z_canonical, [&mut *a, &mut *b, &mut *c], shape.inputs)?;
+                bufs.a.copy_in(stream, a)?;
+                bufs.b.copy_in(stream, b)?;
+                bufs.c.copy_in(stream, c)?;
                 Ok(None)
             }
         }
     }
 }
 
-/// a, b and c into the arena on the host, from the canonical assignment
-/// there (prep_msm converted it): the rows the recording holds, one per
-/// public input, zeros after.
-fn abc_on_host(
+/// a, b and c on the host, as the device computes them (the fallback when a
+/// recording does not fit the device's budget): the recorded rows checked,
+/// a·b = c, one row per public input (a = the input), zeros after. `z` is the
+/// assignment, canonical (after prep_msm) or Montgomery (as synthesis
+/// leaves it) as `z_canonical` says.
+pub fn evaluate_on_host(
     r: &Recording,
-    layout: &PartitionLayout,
-    view: &ArenaView<'_>,
+    z: &[Limbs],
+    z_canonical: bool,
+    [a, b, c]: [&mut [Limbs]; 3],
+    n_inputs: usize,
 ) -> anyhow::Result<()> {
-    let z: Vec<Scalar> = view
-        .take(layout.z)
-        .par_iter()
-        .map(|l: &Limbs| {
-            let bytes: [u8; 32] = *le_bytes(l);
-            Option::from(Scalar::from_bytes_le(&bytes)).context("a non-canonical assignment value")
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let (a, b, c) = (
-        as_scalars(view.take(layout.a)),
-        as_scalars(view.take(layout.b)),
-        as_scalars(view.take(layout.c)),
-    );
-    r.evaluate(&z, a, b, c);
+    let canonical;
+    let z: &[Scalar] = if z_canonical {
+        canonical = z
+            .par_iter()
+            .map(|l| {
+                Option::from(Scalar::from_bytes_le(le_bytes(l)))
+                    .context("a non-canonical assignment value")
+            })
+            .collect::<anyhow::Result<Vec<Scalar>>>()?;
+        &canonical
+    } else {
+        as_scalars_ref(z)
+    };
+    let (a, b, c) = (as_scalars(a), as_scalars(b), as_scalars(c));
+    r.evaluate(z, a, b, c);
     let rows = r.meta.constraints;
     if let Err(Mismatch::Unsatisfied { row }) = check_rows(a, b, c, rows) {
         return Err(Unsatisfied { row }.into());
     }
-    let total = rows + layout.shape.inputs;
-    a[rows..total].copy_from_slice(&z[..layout.shape.inputs]);
+    let total = rows + n_inputs;
+    a[rows..total].copy_from_slice(&z[..n_inputs]);
     for v in [&mut *b, &mut *c] {
         v[rows..total].fill(Scalar::ZERO);
     }

@@ -27,7 +27,9 @@ use cuzk_gpu::vram::{Reservation, VramBudget};
 
 use crate::srs::Srs;
 
-pub use abc::{DeviceEval, DevicePce, Unsatisfied, evaluate_on_device, pce_device_bytes};
+pub use abc::{
+    DeviceEval, DevicePce, Unsatisfied, evaluate_on_device, evaluate_on_host, pce_device_bytes,
+};
 pub use slot::{GpuLeases, GpuSlot};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
 

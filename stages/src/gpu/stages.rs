@@ -81,7 +81,9 @@ impl GpuContext {
         let (stream, bufs) = (&slot.stream, slot.buffers.as_ref().expect("just made"));
         let view = arena.view();
         let n = layout.shape.inputs + layout.shape.aux;
-        bufs.z.copy_in(stream, view.take(layout.z))?;
+        // Each arena region is taken once.
+        let z = view.take(layout.z);
+        bufs.z.copy_in(stream, z)?;
         let host_plan = w.plan;
         match host_plan {
             Some(plan) => {
@@ -107,19 +109,23 @@ impl GpuContext {
             // The MSMs read the canonical form; the arena keeps Montgomery's.
             None => ops::to_canonical(stream, &bufs.z, n)?,
         }
+        let abc = [layout.a, layout.b, layout.c].map(|r| view.take(r));
         match &w.deferred_abc {
             // After z's upload (and conversion) on the same stream; returns synchronised.
             Some(r) => {
+                let z_canonical = host_plan.is_some();
+                let shape = &layout.shape;
                 if let Some((start, end)) =
-                    self.deferred_abc(r, &slot.dev, stream, bufs, &layout, &view)?
+                    self.deferred_abc(r, &slot.dev, stream, bufs, shape, z, z_canonical, abc)?
                 {
                     spans.0.push(("pce_eval", start, end));
                 }
             }
             None => {
-                bufs.a.copy_in(stream, view.take(layout.a))?;
-                bufs.b.copy_in(stream, view.take(layout.b))?;
-                bufs.c.copy_in(stream, view.take(layout.c))?;
+                let [a, b, c] = abc;
+                bufs.a.copy_in(stream, a)?;
+                bufs.b.copy_in(stream, b)?;
+                bufs.c.copy_in(stream, c)?;
             }
         }
         if host_plan.is_none() {
