@@ -96,13 +96,6 @@ impl GpuDevice {
         r.0.iter().map(|(_, d)| d.bytes).sum()
     }
 
-    /// Device bytes of the pre-compiled constraints resident here.
-    pub fn pce_bytes(&self) -> usize {
-        let mut r = self.pce.lock().unwrap();
-        r.0.retain(|(w, _)| w.strong_count() > 0);
-        r.0.iter().map(|(_, d)| d.bytes).sum()
-    }
-
     /// Device bytes of `srs`'s resident copy here (0 if it is not resident).
     pub fn resident_bytes_of(&self, srs: &Arc<Srs>) -> usize {
         self.resident
