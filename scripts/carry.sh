@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds the release binaries the GPU machine runs (scripts/h200.sh) and
 # stages them, stripped, in .carry/ (git-ignored; the device tool carries it).
+# The device tool carries 64 MiB at most: the CPU-side benchmarks that the
+# `cpu` and `fil` sections need (cpu_vs_bellperson, fil_c2) are staged only
+# with CARRY_BENCHES=1, and the `pce` test binary only without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exe() { python3 -c '
@@ -16,10 +19,14 @@ cargo build --release --bin cuzk
 cp target/release/cuzk .carry/
 cp "$(cargo test --release --no-run -p cuzk-gpu --test gpu_ops --message-format=json | exe)" .carry/gpu_ops
 cp "$(cargo test --release --no-run --test gpu_proofs --message-format=json | exe)" .carry/gpu_proofs
-cp "$(cargo test --release --no-run --test pce --message-format=json | exe)" .carry/pce
 cp "$(cargo bench --no-run -p cuzk-gpu --bench msm --message-format=json | exe)" .carry/msm
-cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
-cp "$(cargo bench --no-run --bench fil_c2 --message-format=json | exe)" .carry/fil_c2
+rm -f .carry/pce .carry/cpu_vs_bellperson .carry/fil_c2
+if [ "${CARRY_BENCHES:-0}" = 1 ]; then
+  cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
+  cp "$(cargo bench --no-run --bench fil_c2 --message-format=json | exe)" .carry/fil_c2
+else
+  cp "$(cargo test --release --no-run --test pce --message-format=json | exe)" .carry/pce
+fi
 if [ -x .cuda/nvidia/cu13/bin/nvcc ]; then
   (cd anchors && cargo build --release)
   cp anchors/target/release/supraseal-bench .carry/

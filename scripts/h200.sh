@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool), from the repository root, with
-# release binaries in .carry/: cuzk, gpu_ops, gpu_proofs, msm,
-# cpu_vs_bellperson and (optionally) supraseal-bench. Results go to $OUT.
+# release binaries in .carry/ (scripts/carry.sh): cuzk, gpu_ops, gpu_proofs,
+# pce, msm, supraseal-bench (if built), and cpu_vs_bellperson and fil_c2 for
+# the `cpu` and `fil` sections (CARRY_BENCHES=1 scripts/carry.sh). Results go to $OUT.
 #   scripts/h200.sh tests | chain | sha256 | cpu | anchors
 #   scripts/h200.sh side-by-side WORKLOAD LOG_SIZE PARTITIONS C J
 #   scripts/h200.sh fil        (2 KiB parameters made here, PoRep C2: seal_commit_phase2 vs cuzk CPU vs GPU)
@@ -30,7 +31,7 @@ tests)
   "$bin/cuzk" info
   "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9
   "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7
-  "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
+  [ -x "$bin/pce" ] && "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
   CUZK_MSM_LOG=24 "$bin/msm" 2>&1
   ;;
 chain|sha256)
