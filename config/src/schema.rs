@@ -258,7 +258,7 @@ impl Default for DaemonConfig {
     }
 }
 
-/// Pre-compiled constraints (graphs with a `synth_pce` node).
+/// Pre-compiled constraints (graphs with a `synth_pce` or `synth_witness` node).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PceConfig {
