@@ -140,3 +140,36 @@ async fn pce_equals_full_synthesis_for_the_example_circuit_and_a_changed_one_fal
     let d = common::pce::on_device(device, &recording, &z, srs.shape().domain);
     assert_eq!(d.unsatisfied, Some(3));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_recording_is_refused_before_the_device_reads_it() {
+    use cuzk::stages::pce::Recording;
+    let dir = tempfile::tempdir().unwrap();
+    let srs = common::srs(Workload::Chain, 10);
+    let cache = Arc::new(PceCache::new(Some(dir.path().into())));
+    synthesize(
+        "synth_pce",
+        cache.clone(),
+        &srs,
+        workload_circuits(Workload::Chain, 10, 1, 3),
+    )
+    .await;
+    let path = cache.path_for(&srs).unwrap();
+    let intact = Recording::open(&path)
+        .unwrap()
+        .expect("a recording on disk");
+    assert_eq!(intact.validate(), Ok(()));
+    // The file ends with C's coefficient codes: overwrite its last 256
+    // bytes, as a torn or corrupted copy would.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 256..].fill(0xff);
+    let damaged = dir.path().join("damaged.pce");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let err = Recording::open(&damaged)
+        .unwrap()
+        .unwrap()
+        .validate()
+        .unwrap_err();
+    assert_eq!(err, "matrix C has a coefficient code beyond its table");
+}
