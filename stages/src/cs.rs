@@ -253,17 +253,22 @@ pub(crate) fn finish(f: Finished<'_>, shape: &SrsShape) -> Result<Synthesized, C
         [f.a_aux_density, f.b_input_density, f.b_aux_density],
         shape,
     )?;
-    let total = out.constraints;
-    for (i, input) in f.inputs.iter().enumerate() {
-        let k = f.constraints + i;
-        f.a[k] = *input;
-        f.b[k] = Scalar::ZERO;
-        f.c[k] = Scalar::ZERO;
+    append_input_rows([f.a, f.b, f.c], f.inputs, f.constraints);
+    Ok(out)
+}
+
+/// After a circuit's `constraints` rows of a, b and c: one row per public
+/// input (a = the input, b = c = 0, as bellperson's prover adds them), then
+/// zeros to the end of the domain.
+pub fn append_input_rows([a, b, c]: [&mut [Scalar]; 3], inputs: &[Scalar], constraints: usize) {
+    let total = constraints + inputs.len();
+    a[constraints..total].copy_from_slice(inputs);
+    for v in [&mut *b, &mut *c] {
+        v[constraints..total].fill(Scalar::ZERO);
     }
-    for v in [&mut *f.a, &mut *f.b, &mut *f.c] {
+    for v in [a, b, c] {
         v[total..].fill(Scalar::ZERO);
     }
-    Ok(out)
 }
 
 /// What [`finish`] checks, without writing a, b and c (for a partition

@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use cuzk_engine::ArenaPool;
 
 use crate::circuit::ProvableCircuit;
+use crate::cs::append_input_rows;
 use crate::cs::{ArenaCs, CsSlices};
 use crate::gpu;
 use crate::partition::PartitionLayout;
 use crate::pce::{Recording, RecordingCs, WitnessCs, check_rows};
 use crate::scalars::{as_scalars, to_canonical};
 use crate::{CircuitShape, synth_slices};
-use blstrs::Scalar;
-use ff::Field;
 
 /// What one partition's synthesis costs.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -233,22 +232,9 @@ fn on_device(
         view.take(layout.b),
         view.take(layout.c),
     );
-    {
-        // The per-input rows and the padding the engine's finish adds.
-        let zs = as_scalars(&mut *z);
-        let (a, b, c) = (
-            as_scalars(&mut *a),
-            as_scalars(&mut *b),
-            as_scalars(&mut *c),
-        );
-        a[rows..rows + inputs].copy_from_slice(&zs[..inputs]);
-        for v in [&mut *b, &mut *c] {
-            v[rows..rows + inputs].fill(Scalar::ZERO);
-        }
-        for v in [a, b, c] {
-            v[rows + inputs..].fill(Scalar::ZERO);
-        }
-    }
+    // The per-input rows and the padding the engine's finish adds.
+    let abc = [&mut *a, &mut *b, &mut *c].map(as_scalars);
+    append_input_rows(abc, &as_scalars(&mut *z)[..inputs], rows);
     let host = [a.to_vec(), b.to_vec(), c.to_vec()];
     to_canonical(z);
     let d = gpu::evaluate_on_device(device, recording, z, layout.shape.domain, reps)?;

@@ -13,11 +13,11 @@ use blstrs::Scalar;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::ops::{self, DeviceConstraints, DeviceMatrix};
 use cuzk_gpu::vram::Reservation;
-use ff::Field;
 use rayon::prelude::*;
 
 use super::slot::Buffers;
 use super::{GpuContext, GpuDevice};
+use crate::cs::append_input_rows;
 use crate::pce::{Codes, Mismatch, Recording, check_rows, powers_of_two};
 use crate::scalars::{Limbs, as_scalars, as_scalars_ref};
 use crate::srs::SrsShape;
@@ -219,14 +219,7 @@ pub fn evaluate_on_host(
     if let Err(Mismatch::Unsatisfied { row }) = check_rows(a, b, c, rows) {
         return Err(Unsatisfied { row }.into());
     }
-    let total = rows + n_inputs;
-    a[rows..total].copy_from_slice(&z[..n_inputs]);
-    for v in [&mut *b, &mut *c] {
-        v[rows..total].fill(Scalar::ZERO);
-    }
-    for v in [a, b, c] {
-        v[total..].fill(Scalar::ZERO);
-    }
+    append_input_rows([a, b, c], &z[..n_inputs], rows);
     Ok(())
 }
 
