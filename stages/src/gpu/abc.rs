@@ -19,7 +19,7 @@ use super::slot::Buffers;
 use super::{GpuContext, GpuDevice};
 use crate::cs::append_input_rows;
 use crate::pce::{Codes, Mismatch, Recording, check_rows, powers_of_two};
-use crate::scalars::{Limbs, as_scalars, as_scalars_ref};
+use crate::scalars::{Limbs, as_bytes, as_scalars, as_scalars_ref};
 use crate::srs::SrsShape;
 
 /// A witness that does not satisfy the recorded constraints: the partition
@@ -202,10 +202,10 @@ pub fn evaluate_on_host(
 ) -> anyhow::Result<()> {
     let canonical;
     let z: &[Scalar] = if z_canonical {
-        canonical = z
+        canonical = as_bytes(z)
             .par_iter()
-            .map(|l| {
-                Option::from(Scalar::from_bytes_le(le_bytes(l)))
+            .map(|bytes| {
+                Option::from(Scalar::from_bytes_le(bytes))
                     .context("a non-canonical assignment value")
             })
             .collect::<anyhow::Result<Vec<Scalar>>>()?;
@@ -221,12 +221,6 @@ pub fn evaluate_on_host(
     }
     append_input_rows([a, b, c], &z[..n_inputs], rows);
     Ok(())
-}
-
-/// A scalar's 32 limb bytes, little-endian (the canonical form's bytes).
-fn le_bytes(l: &Limbs) -> &[u8; 32] {
-    // SAFETY: [u64; 4] is 32 plain bytes; x86-64 and the device are little-endian.
-    unsafe { &*(l as *const Limbs).cast::<[u8; 32]>() }
 }
 
 /// One partition's a, b and c evaluated on a device, outside the engine
