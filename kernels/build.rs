@@ -8,8 +8,9 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
-const SOURCES: [&str; 5] = [
+const SOURCES: [&str; 6] = [
     "cuda/memory.cu",
+    "cuda/fixed_msm.cu",
     "cuda/ntt.cu",
     "cuda/msm.cu",
     "cuda/pce.cu",
@@ -75,7 +76,10 @@ fn main() {
     for var in ["NVCC", "CUDA_HOME", "CUDA_PATH", "PATH"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    for src in SOURCES.iter().chain(&["cuda/common.cuh", "cuda/msm.cuh"]) {
+    for src in SOURCES
+        .iter()
+        .chain(&["cuda/common.cuh", "cuda/msm.cuh", "cuda/fixed_msm.cuh"])
+    {
         println!("cargo:rerun-if-changed={src}");
     }
     let Some(nvcc) = find_nvcc() else {

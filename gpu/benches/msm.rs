@@ -1,14 +1,19 @@
-//! G1 MSM on the GPU: the engine's path (SRS points resident on the device,
-//! scalars already there, as the H MSM reads them) beside sppark's
-//! `mult_pippenger` called directly on host data (uploaded every call).
+//! MSMs on the GPU with the points resident on the device and the scalars
+//! already there (as the engine runs them): cuzk's fixed-base MSM over
+//! precomputed tables (`cuzk_gpu::fixed`) against sppark's `msm_t`, side by
+//! side, each result checked against the other.
 //!
-//! `cargo bench -p cuzk-gpu --bench msm`; CUZK_MSM_LOG sets the size (24).
+//! `cargo bench -p cuzk-gpu --bench msm`. CUZK_MSM_G1 and CUZK_MSM_G2 list
+//! the sizes as powers of two (default 20,22,24,26 and 20,22);
+//! CUZK_MSM_TABLE_GIB caps the table of each size (default: what fits);
+//! CUZK_MSM_WINDOW forces the window (with as many copies as windows).
 
 use std::time::Instant;
 
-use blstrs::{G1Affine, G1Projective, Scalar};
-use cuzk_gpu::cuda::{DeviceBuffer, Stream};
-use cuzk_gpu::ops::{self, G1};
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cuzk_gpu::cuda::{self, DeviceBuffer, Stream};
+use cuzk_gpu::fixed::{self, FixedCurve, FixedTerms, MsmTable};
+use cuzk_gpu::ops::{self, G1, G2};
 use ff::Field;
 use group::{Curve, Group};
 use rand::SeedableRng;
@@ -17,6 +22,126 @@ use rayon::prelude::*;
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
+}
+
+fn sizes(var: &str, default: &str) -> Vec<u32> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+/// `n` points cheaply: walks from random starts (one per chunk), normalised per chunk.
+fn points<P>(n: usize) -> Vec<P::AffineRepr>
+where
+    P: Group + Curve + Send,
+    P::AffineRepr: Default + Clone + Send,
+{
+    (0..n.div_ceil(1 << 16))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut r = rand::rngs::StdRng::seed_from_u64(c as u64);
+            let step = P::random(&mut r);
+            let mut acc = P::random(&mut r);
+            let proj: Vec<P> = (0..(1usize << 16).min(n - c * (1 << 16)))
+                .map(|_| {
+                    acc += step;
+                    acc
+                })
+                .collect();
+            let mut out = vec![P::AffineRepr::default(); proj.len()];
+            P::batch_normalize(&proj, &mut out);
+            out
+        })
+        .collect()
+}
+
+fn scalars(n: usize) -> Vec<[u64; 4]> {
+    (0..n)
+        .into_par_iter()
+        .map_init(
+            || rand::rngs::StdRng::seed_from_u64(rand::random()),
+            // SAFETY: Scalar is four Montgomery limbs.
+            |r, _| unsafe { std::mem::transmute::<Scalar, [u64; 4]>(Scalar::random(r)) },
+        )
+        .collect()
+}
+
+fn time<R>(reps: usize, f: impl Fn() -> R) -> f64 {
+    median(
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    )
+}
+
+/// One group at each size: table built, both MSMs timed, results compared.
+fn group<C, P>(name: &str, stream: &Stream, logs: &[u32])
+where
+    C: FixedCurve<Projective = P>,
+    P: Group + Curve + Send + PartialEq + std::fmt::Debug,
+    P::AffineRepr: Default + Clone + Send + Copy,
+{
+    let Some(&max) = logs.iter().max() else {
+        return;
+    };
+    let started = Instant::now();
+    let (pts, sc) = (points::<P>(1 << max), scalars(1 << max));
+    let d_points = DeviceBuffer::upload(stream, &pts).unwrap();
+    let d_scalars = DeviceBuffer::upload(stream, &sc).unwrap();
+    stream.sync().unwrap();
+    drop(pts);
+    println!(
+        "{name}: 2^{max} points and scalars made and uploaded in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let cap = std::env::var("CUZK_MSM_TABLE_GIB")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|g| (g * (1u64 << 30) as f64) as usize);
+    for &lg in logs {
+        let n = 1usize << lg;
+        let (free, _) = cuda::mem_info(stream.device()).unwrap();
+        // Leave room for either MSM's scratch.
+        let budget = cap.unwrap_or(free.saturating_sub(16 << 30));
+        let forced = std::env::var("CUZK_MSM_WINDOW")
+            .ok()
+            .and_then(|w| w.parse().ok());
+        let planned = match forced {
+            Some(w) => Some((w, fixed::windows(w))),
+            None => fixed::plan(n, C::POINT_BYTES, budget),
+        };
+        let Some((window, copies)) = planned else {
+            println!("{name} 2^{lg}: no table fits {budget} bytes");
+            continue;
+        };
+        let t = Instant::now();
+        let table = MsmTable::build::<C>(stream, &d_points, n, window, copies).unwrap();
+        let built = t.elapsed().as_secs_f64();
+        let dense = || FixedTerms::Dense {
+            base_offset: 0,
+            scalar_offset: 0,
+        };
+        let ours = || {
+            fixed::msm_fixed::<C>(stream, &d_points, &table, dense(), &d_scalars, n, true).unwrap()
+        };
+        let sppark =
+            || ops::msm::<C>(stream, &d_points, 0, C::POINT_BYTES, &d_scalars, 0, n, true).unwrap();
+        assert_eq!(ours(), sppark(), "{name} 2^{lg}: both MSMs agree");
+        let reps = if lg >= 26 { 3 } else { 7 };
+        let (o, s) = (time(reps, ours), time(reps, sppark));
+        println!(
+            "{name} 2^{lg}: cuzk fixed-base {o:8.2} ms   sppark msm_t {s:8.2} ms   \
+             speedup {:.2}x   (window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
+            s / o,
+            table.bytes() as f64 / (1u64 << 30) as f64,
+        );
+    }
 }
 
 fn main() {
@@ -30,93 +155,7 @@ fn main() {
             return;
         }
     };
-    let log: u32 = std::env::var("CUZK_MSM_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    let n = 1usize << log;
-    let started = Instant::now();
-    // Points: walks from random starts (one per chunk), normalised per chunk.
-    let points: Vec<G1Affine> = (0..n.div_ceil(1 << 16))
-        .into_par_iter()
-        .flat_map_iter(|c| {
-            let mut r = rand::rngs::StdRng::seed_from_u64(c as u64);
-            let step = G1Projective::random(&mut r);
-            let mut acc = G1Projective::random(&mut r);
-            let proj: Vec<G1Projective> = (0..(1usize << 16).min(n - c * (1 << 16)))
-                .map(|_| {
-                    acc += step;
-                    acc
-                })
-                .collect();
-            let mut out = vec![G1Affine::default(); proj.len()];
-            G1Projective::batch_normalize(&proj, &mut out);
-            out
-        })
-        .collect();
-    let scalars: Vec<[u64; 4]> = (0..n)
-        .into_par_iter()
-        .map_init(
-            || rand::rngs::StdRng::seed_from_u64(rand::random()),
-            // SAFETY: Scalar is four Montgomery limbs.
-            |r, _| unsafe { std::mem::transmute::<Scalar, [u64; 4]>(Scalar::random(r)) },
-        )
-        .collect();
-    println!(
-        "G1 MSM of 2^{log} points (inputs made in {:.1} s)",
-        started.elapsed().as_secs_f64()
-    );
-
     let stream = Stream::new(device).unwrap();
-    let t = Instant::now();
-    let d_points = DeviceBuffer::upload(&stream, &points).unwrap();
-    let d_scalars = DeviceBuffer::upload(&stream, &scalars).unwrap();
-    stream.sync().unwrap();
-    println!(
-        "upload of points and scalars: {:.1} ms (once)",
-        t.elapsed().as_secs_f64() * 1e3
-    );
-
-    let resident = || ops::msm::<G1>(&stream, &d_points, 0, 96, &d_scalars, 0, n, true).unwrap();
-    let direct = || {
-        let mut out = blst::blst_p1::default();
-        // SAFETY: host slices of n points and scalars.
-        unsafe {
-            cuzk_kernels::cuzk_g1_sppark_mult_pippenger(
-                device,
-                points.as_ptr().cast(),
-                scalars.as_ptr(),
-                n,
-                true,
-                (&mut out as *mut blst::blst_p1).cast(),
-            )
-        }
-        .unwrap();
-        // SAFETY: blst_p1 and G1Projective share a layout.
-        unsafe { std::mem::transmute::<blst::blst_p1, G1Projective>(out) }
-    };
-    let (a, b) = (resident(), direct());
-    assert_eq!(a.to_affine(), b.to_affine(), "both MSMs agree");
-    let time = |f: &dyn Fn() -> G1Projective, reps: usize| {
-        median(
-            (0..reps)
-                .map(|_| {
-                    let t = Instant::now();
-                    f();
-                    t.elapsed().as_secs_f64() * 1e3
-                })
-                .collect(),
-        )
-    };
-    let (r, d) = (time(&resident, 7), time(&direct, 5));
-    println!("{:<52} {:>10}", "variant", "median ms");
-    println!(
-        "{:<52} {:>10.1}",
-        "cuzk msm (points resident, scalars on device)", r
-    );
-    println!(
-        "{:<52} {:>10.1}",
-        "sppark mult_pippenger (host points + scalars)", d
-    );
-    println!("ratio cuzk/sppark-direct: {:.3}", r / d);
+    group::<G1, G1Projective>("G1", &stream, &sizes("CUZK_MSM_G1", "20,22,24,26"));
+    group::<G2, G2Projective>("G2", &stream, &sizes("CUZK_MSM_G2", "20,22"));
 }

@@ -5,6 +5,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod fixed;
 pub mod ops;
 pub mod vram;
 

@@ -5,10 +5,12 @@ use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use cuzk_gpu::cpu::msm::{self as cpu, Terms, g1_raw, g2_raw};
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::fixed::{self, FixedCurve, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 
 fn device() -> Option<i32> {
     match cuzk_gpu::device::usable_device() {
@@ -249,4 +251,188 @@ fn g2_msms_match_blst() {
             );
         }
     }
+}
+
+/// The fixed-base MSM of `s` against blst over each table of `bases` (copy 0
+/// on the device in `d_bases`): dense at offset 0 and 1 (Montgomery and
+/// canonical scalars), gathered (every third term, reversed) and, for
+/// the first table, in chunks of 1000 digits.
+#[allow(clippy::too_many_arguments)]
+fn check_fixed<C, K>(
+    stream: &Stream,
+    bases: &[K::Affine],
+    d_bases: &DeviceBuffer,
+    tables: &[MsmTable],
+    s: &[Scalar],
+    label: &str,
+) where
+    C: FixedCurve,
+    K: cpu::Curve<Projective = C::Projective>,
+    C::Projective: PartialEq + std::fmt::Debug,
+{
+    let n = s.len();
+    let canonical: Vec<[u8; 32]> = s.iter().map(|x| x.to_bytes_le()).collect();
+    let d_mont = DeviceBuffer::upload(stream, &limbs(s)).unwrap();
+    let d_canon = DeviceBuffer::upload(stream, &canonical).unwrap();
+    let idx: Vec<u32> = (0..n as u32).rev().step_by(3).collect();
+    let d_idx = DeviceBuffer::upload(stream, &idx).unwrap();
+    stream.sync().unwrap();
+    let off = usize::from(n < bases.len());
+    let expect = cpu::msm::<K>(Terms::Dense {
+        bases: &bases[off..off + n],
+        scalars: &canonical,
+    });
+    let expect_g = cpu::msm::<K>(Terms::Gathered {
+        bases,
+        base_idx: &idx,
+        scalars: &canonical,
+        scalar_idx: &idx,
+    });
+    let dense = |scalar_offset| fixed::FixedTerms::Dense {
+        base_offset: off,
+        scalar_offset,
+    };
+    for (i, t) in tables.iter().enumerate() {
+        let shape = format!(
+            "{label} n={n}, window {} x {} copies",
+            t.window(),
+            t.copies()
+        );
+        let got = fixed::msm_fixed::<C>(stream, d_bases, t, dense(0), &d_mont, n, true).unwrap();
+        assert_eq!(got, expect, "fixed dense Montgomery {shape}");
+        let got = fixed::msm_fixed::<C>(stream, d_bases, t, dense(0), &d_canon, n, false).unwrap();
+        assert_eq!(got, expect, "fixed dense canonical {shape}");
+        let gathered = fixed::FixedTerms::Gathered {
+            base_idx: &d_idx,
+            scalar_idx: &d_idx,
+        };
+        let got = fixed::msm_fixed::<C>(stream, d_bases, t, gathered, &d_canon, idx.len(), false)
+            .unwrap();
+        assert_eq!(got, expect_g, "fixed gathered {shape}");
+        if i == 0 {
+            let got = fixed::msm_fixed_chunked::<C>(
+                stream,
+                d_bases,
+                t,
+                dense(0),
+                &d_canon,
+                n,
+                false,
+                1000,
+            )
+            .unwrap();
+            assert_eq!(got, expect, "fixed dense in chunks {shape}");
+        }
+    }
+}
+
+/// Tables of full size, with fewer copies than windows (their groups joined
+/// on the host), and with a narrow window.
+fn tables<C: FixedCurve>(stream: &Stream, d_bases: &DeviceBuffer, n: usize) -> Vec<MsmTable> {
+    let (window, copies) = fixed::plan(n, C::POINT_BYTES, usize::MAX).unwrap();
+    [(window, copies), (window, 3), (9, 5)]
+        .into_iter()
+        .map(|(w, c)| MsmTable::build::<C>(stream, d_bases, n, w, c).unwrap())
+        .collect()
+}
+
+fn edge_scalars(n: usize) -> [(&'static str, Vec<Scalar>); 3] {
+    [
+        ("all zero", vec![Scalar::ZERO; n]),
+        ("all one", vec![Scalar::ONE; n]),
+        ("all r-1", vec![-Scalar::ONE; n]),
+    ]
+}
+
+#[test]
+fn fixed_base_g1_msms_match_blst() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let bases = points::<G1Projective>(1 << 20, 1);
+    let d_bases = DeviceBuffer::upload(&stream, &bases).unwrap();
+    let tabs = tables::<G1>(&stream, &d_bases, bases.len());
+    let raw = g1_raw(&bases);
+    for n in [1usize, 2, 3, 31, 100, 1000, 4097, 65_539, (1 << 20) - 1] {
+        let s = random_scalars(n, 7 + n as u64);
+        check_fixed::<G1, cpu::G1>(&stream, raw, &d_bases, &tabs, &s, "random");
+    }
+    for n in [1usize, 7, 5000] {
+        for (label, s) in edge_scalars(n) {
+            check_fixed::<G1, cpu::G1>(&stream, raw, &d_bases, &tabs, &s, label);
+        }
+    }
+    // One point repeated: every bucket adds a point to itself (doubling) and
+    // opposite digits cancel (infinity).
+    let same = vec![bases[5]; 1 << 12];
+    let d_same = DeviceBuffer::upload(&stream, &same).unwrap();
+    let same_tabs = tables::<G1>(&stream, &d_same, same.len());
+    for (label, s) in [
+        ("random", random_scalars(same.len() - 1, 11)),
+        ("all one", vec![Scalar::ONE; same.len() - 1]),
+    ] {
+        let label = format!("repeated point, {label}");
+        check_fixed::<G1, cpu::G1>(&stream, g1_raw(&same), &d_same, &same_tabs, &s, &label);
+    }
+}
+
+#[test]
+fn fixed_base_g2_msms_match_blst() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let bases = points::<G2Projective>(1 << 16, 2);
+    let d_bases = DeviceBuffer::upload(&stream, &bases).unwrap();
+    let tabs = tables::<G2>(&stream, &d_bases, bases.len());
+    let raw = g2_raw(&bases);
+    for n in [1usize, 2, 3, 100, 4097, (1 << 16) - 1] {
+        let s = random_scalars(n, 200 + n as u64);
+        check_fixed::<G2, cpu::G2>(&stream, raw, &d_bases, &tabs, &s, "random");
+    }
+    for (label, s) in edge_scalars(3000) {
+        check_fixed::<G2, cpu::G2>(&stream, raw, &d_bases, &tabs, &s, label);
+    }
+    let same = vec![bases[3]; 1 << 10];
+    let d_same = DeviceBuffer::upload(&stream, &same).unwrap();
+    let same_tabs = tables::<G2>(&stream, &d_same, same.len());
+    let s = random_scalars(same.len() - 1, 13);
+    check_fixed::<G2, cpu::G2>(
+        &stream,
+        g2_raw(&same),
+        &d_same,
+        &same_tabs,
+        &s,
+        "repeated point",
+    );
+}
+
+/// 2^24 terms, as the benchmark's largest G1 size below 2^26: the default
+/// table (window 22, 12 copies) against blst.
+#[test]
+fn fixed_base_g1_msm_of_2_pow_24_matches_blst() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let n = 1usize << 24;
+    let bases: Vec<G1Affine> = (0..n >> 16)
+        .into_par_iter()
+        .flat_map_iter(|c| points::<G1Projective>(1 << 16, 1000 + c as u64))
+        .collect();
+    let s: Vec<Scalar> = (0..n >> 16)
+        .into_par_iter()
+        .flat_map_iter(|c| random_scalars(1 << 16, 5000 + c as u64))
+        .collect();
+    let d_bases = DeviceBuffer::upload(&stream, &bases).unwrap();
+    let (window, copies) = fixed::plan(n, 96, usize::MAX).unwrap();
+    let table = MsmTable::build::<G1>(&stream, &d_bases, n, window, copies).unwrap();
+    let canonical: Vec<[u8; 32]> = s.par_iter().map(|x| x.to_bytes_le()).collect();
+    let d_mont = DeviceBuffer::upload(&stream, &limbs(&s)).unwrap();
+    stream.sync().unwrap();
+    let expect = cpu::msm::<cpu::G1>(Terms::Dense {
+        bases: g1_raw(&bases),
+        scalars: &canonical,
+    });
+    let terms = fixed::FixedTerms::Dense {
+        base_offset: 0,
+        scalar_offset: 0,
+    };
+    let got = fixed::msm_fixed::<G1>(&stream, &d_bases, &table, terms, &d_mont, n, true).unwrap();
+    assert_eq!(got, expect, "fixed-base G1 MSM of 2^24");
 }

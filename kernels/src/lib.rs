@@ -82,6 +82,20 @@ impl Status {
 /// A scalar in Montgomery form (blst_fr / sppark fr_t).
 pub type Fr = [u64; 4];
 
+/// A table of precomputed multiples of one query's bases, as the fixed-base
+/// MSM reads it: `base` holds `ntab` points (the SRS query on the device),
+/// `extra` copies 1..`copies`-1, copy t (at (t-1)·ntab) being 2^(window·t)
+/// times the bases.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MsmTable {
+    pub base: *const c_void,
+    pub extra: *const c_void,
+    pub ntab: u64,
+    pub window: u32,
+    pub copies: u32,
+}
+
 macro_rules! kernels {
     ($( $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
         #[cfg(cuzk_kernels)]
@@ -165,6 +179,15 @@ kernels! {
     /// significant.
     fn cuzk_prep_query(device: i32, stream: *mut c_void, z: *const Fr, n_inputs: u32, n: u32, input_mode: u32, input_bits: *const u64, aux_mode: u32, aux_bits: *const u64, scatter: bool, ones: *mut u32, sig_base: *mut u32, sig_scalar: *mut u32, counts: *mut u32);
     fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    /// G1: fills a table's copies 1..copies-1 (`extra`) from `n` bases, on `stream`.
+    fn cuzk_g1_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
+    /// G1: the fixed-base MSM over a table: sum(bases[i_k] * scalars[j_k]),
+    /// i_k = base_idx[k] or base_off + k, j_k = scalar_idx[k] or k; on
+    /// `stream`, returning with the result on the host. `max_entries` bounds
+    /// the digits sorted at once (0: the default).
+    fn cuzk_g1_msm_fixed(device: i32, stream: *mut c_void, table: *const MsmTable, base_off: u64, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, max_entries: usize, out: *mut c_void);
+    fn cuzk_g2_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
+    fn cuzk_g2_msm_fixed(device: i32, stream: *mut c_void, table: *const MsmTable, base_off: u64, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, max_entries: usize, out: *mut c_void);
 }
 
 // Keep the blst dependency linked: sppark's host-side types call into it.

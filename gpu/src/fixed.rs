@@ -1,0 +1,328 @@
+//! Fixed-base MSMs over tables of precomputed multiples of the SRS bases,
+//! resident beside them (`kernels/cuda/fixed_msm.cuh`): copy t of a query's
+//! bases is 2^(window·t) times them, so all windows of a wide window size
+//! share one set of signed buckets. Tables are sized from a VRAM budget; a
+//! query without one (or an MSM too small to pay for the bucket reduction)
+//! runs on sppark's Pippenger (`ops::msm`).
+
+use std::ffi::c_void;
+
+use cuzk_kernels as k;
+
+use crate::cuda::{DeviceBuffer, KernelError, Stream};
+use crate::ops::{Fr, G1, G2, GpuCurve};
+
+/// A group whose fixed-base MSM kernels exist.
+pub trait FixedCurve: GpuCurve {
+    /// Bytes of one affine point on the device.
+    const POINT_BYTES: usize;
+    /// # Safety
+    /// `points` holds `n` points and `extra` room for `(copies-1)·n`, on `device`.
+    unsafe fn table_build(
+        device: i32,
+        stream: *mut c_void,
+        points: *const c_void,
+        n: usize,
+        window: u32,
+        copies: u32,
+        extra: *mut c_void,
+    ) -> Result<(), KernelError>;
+    /// # Safety
+    /// The table's pointers, the index lists and the scalars are device
+    /// memory of `device`, every index in bounds.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn msm_fixed(
+        device: i32,
+        stream: *mut c_void,
+        table: *const k::MsmTable,
+        base_off: u64,
+        base_idx: *const u32,
+        scalars: *const Fr,
+        scalar_idx: *const u32,
+        n: usize,
+        mont: bool,
+        max_entries: usize,
+        out: *mut c_void,
+    ) -> Result<(), KernelError>;
+}
+
+macro_rules! fixed_curve {
+    ($name:ident, $bytes:expr, $build:ident, $msm:ident) => {
+        impl FixedCurve for $name {
+            const POINT_BYTES: usize = $bytes;
+            unsafe fn table_build(
+                device: i32,
+                stream: *mut c_void,
+                points: *const c_void,
+                n: usize,
+                window: u32,
+                copies: u32,
+                extra: *mut c_void,
+            ) -> Result<(), KernelError> {
+                unsafe { k::$build(device, stream, points, n, window, copies, extra) }
+            }
+            unsafe fn msm_fixed(
+                device: i32,
+                stream: *mut c_void,
+                table: *const k::MsmTable,
+                base_off: u64,
+                base_idx: *const u32,
+                scalars: *const Fr,
+                scalar_idx: *const u32,
+                n: usize,
+                mont: bool,
+                max_entries: usize,
+                out: *mut c_void,
+            ) -> Result<(), KernelError> {
+                unsafe {
+                    k::$msm(
+                        device,
+                        stream,
+                        table,
+                        base_off,
+                        base_idx,
+                        scalars,
+                        scalar_idx,
+                        n,
+                        mont,
+                        max_entries,
+                        out,
+                    )
+                }
+            }
+        }
+    };
+}
+
+fixed_curve!(G1, 96, cuzk_g1_msm_table_build, cuzk_g1_msm_fixed);
+fixed_curve!(G2, 192, cuzk_g2_msm_table_build, cuzk_g2_msm_fixed);
+
+/// Signed windows of `window` bits covering a 255-bit scalar (with room for
+/// the top digit's carry).
+pub fn windows(window: u32) -> u32 {
+    256u32.div_ceil(window)
+}
+
+/// The window and number of copies for a table of `n` bases of `point_bytes`
+/// each within `budget` bytes (beyond the bases themselves): the window
+/// grows with the size (fewer windows, more buckets, which one reduction
+/// serves), the copies are as many as the windows if they fit. None when not
+/// even a second copy fits (or there is nothing to tabulate).
+pub fn plan(n: usize, point_bytes: usize, budget: usize) -> Option<(u32, u32)> {
+    if n < 2 {
+        return None;
+    }
+    let lg = usize::BITS - (n - 1).leading_zeros();
+    let window = lg.saturating_sub(2).clamp(8, 22);
+    let fit = budget / (n * point_bytes);
+    let copies = windows(window).min(1 + fit as u32);
+    (copies >= 2 && (copies as u64) * (n as u64) < 1 << 31).then_some((window, copies))
+}
+
+/// Device bytes of a table's extra copies.
+pub fn table_bytes(n: usize, point_bytes: usize, copies: u32) -> usize {
+    n * point_bytes * (copies as usize).saturating_sub(1)
+}
+
+/// Precomputed multiples of one query's `ntab` bases (the bases themselves
+/// stay in their own buffer, copy 0).
+pub struct MsmTable {
+    extra: DeviceBuffer,
+    ntab: usize,
+    window: u32,
+    copies: u32,
+}
+
+impl MsmTable {
+    /// Builds copies 1..`copies`-1 of the `n` bases in `bases` on `stream`
+    /// (returns once they are complete).
+    pub fn build<C: FixedCurve>(
+        stream: &Stream,
+        bases: &DeviceBuffer,
+        n: usize,
+        window: u32,
+        copies: u32,
+    ) -> Result<Self, KernelError> {
+        assert!(
+            n * C::POINT_BYTES <= bases.bytes(),
+            "table bases out of bounds"
+        );
+        assert!((2..=24).contains(&window), "table window of {window} bits");
+        let extra = DeviceBuffer::alloc(
+            stream.device(),
+            table_bytes(n, C::POINT_BYTES, copies).max(1),
+        )?;
+        // SAFETY: `bases` holds n points, `extra` (copies-1)·n, on the stream's device.
+        unsafe {
+            C::table_build(
+                stream.device(),
+                stream.raw(),
+                bases.ptr(),
+                n,
+                window,
+                copies,
+                extra.ptr(),
+            )
+        }?;
+        stream.sync()?;
+        Ok(Self {
+            extra,
+            ntab: n,
+            window,
+            copies,
+        })
+    }
+
+    /// Device bytes of the extra copies.
+    pub fn bytes(&self) -> usize {
+        self.extra.bytes()
+    }
+
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+
+    pub fn copies(&self) -> u32 {
+        self.copies
+    }
+
+    /// Bases tabulated.
+    pub fn len(&self) -> usize {
+        self.ntab
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ntab == 0
+    }
+
+    /// Whether an MSM of `n` terms pays for the table's bucket reduction
+    /// (2^(window-1) buckets); smaller ones are cheaper on sppark's Pippenger.
+    pub fn worth(&self, n: usize) -> bool {
+        n >= 1 << (self.window - 2)
+    }
+}
+
+/// Which terms a fixed-base MSM combines.
+pub enum FixedTerms<'a> {
+    /// `bases[base_offset + i] * scalars[scalar_offset + i]` for i < n.
+    Dense {
+        base_offset: usize,
+        scalar_offset: usize,
+    },
+    /// `bases[base_idx[k]] * scalars[scalar_idx[k]]` for k < n.
+    Gathered {
+        base_idx: &'a DeviceBuffer,
+        scalar_idx: &'a DeviceBuffer,
+    },
+}
+
+/// The MSM of `n` terms over `table` (whose copy 0 is `bases`), on `stream`,
+/// returning with the result; `mont` says whether scalars are Montgomery.
+#[allow(clippy::too_many_arguments)]
+pub fn msm_fixed<C: FixedCurve>(
+    stream: &Stream,
+    bases: &DeviceBuffer,
+    table: &MsmTable,
+    terms: FixedTerms<'_>,
+    scalars: &DeviceBuffer,
+    n: usize,
+    mont: bool,
+) -> Result<C::Projective, KernelError> {
+    msm_fixed_chunked::<C>(stream, bases, table, terms, scalars, n, mont, 0)
+}
+
+/// As `msm_fixed`, sorting at most `max_entries` digits at a time (0: the
+/// kernel's default); tests force several chunks with it.
+#[allow(clippy::too_many_arguments)]
+pub fn msm_fixed_chunked<C: FixedCurve>(
+    stream: &Stream,
+    bases: &DeviceBuffer,
+    table: &MsmTable,
+    terms: FixedTerms<'_>,
+    scalars: &DeviceBuffer,
+    n: usize,
+    mont: bool,
+    max_entries: usize,
+) -> Result<C::Projective, KernelError> {
+    assert!(
+        table.ntab * C::POINT_BYTES <= bases.bytes(),
+        "table bases out of bounds"
+    );
+    let raw = k::MsmTable {
+        base: bases.ptr(),
+        extra: table.extra.ptr(),
+        ntab: table.ntab as u64,
+        window: table.window,
+        copies: table.copies,
+    };
+    let (base_off, base_idx, scalar_ptr, scalar_idx) = match terms {
+        FixedTerms::Dense {
+            base_offset,
+            scalar_offset,
+        } => {
+            assert!(base_offset + n <= table.ntab, "MSM bases out of bounds");
+            assert!(
+                (scalar_offset + n) * 32 <= scalars.bytes(),
+                "MSM scalars out of bounds"
+            );
+            (
+                base_offset as u64,
+                std::ptr::null(),
+                scalars.at::<Fr>(scalar_offset).cast_const(),
+                std::ptr::null(),
+            )
+        }
+        FixedTerms::Gathered {
+            base_idx,
+            scalar_idx,
+        } => {
+            assert!(
+                base_idx.bytes() >= n * 4 && scalar_idx.bytes() >= n * 4,
+                "MSM index lists shorter than {n}"
+            );
+            (
+                0,
+                base_idx.at::<u32>(0).cast_const(),
+                scalars.at::<Fr>(0).cast_const(),
+                scalar_idx.at::<u32>(0).cast_const(),
+            )
+        }
+    };
+    let mut out = C::Raw::default();
+    // SAFETY: the table's buffers and the terms' lists on the stream's
+    // device, bounds checked above (gathered indices are the caller's).
+    unsafe {
+        C::msm_fixed(
+            stream.device(),
+            stream.raw(),
+            &raw,
+            base_off,
+            base_idx,
+            scalar_ptr,
+            scalar_idx,
+            n,
+            mont,
+            max_entries,
+            (&mut out as *mut C::Raw).cast(),
+        )
+    }?;
+    Ok(C::into_projective(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_widen_the_window_with_size_and_fit_the_budget() {
+        assert_eq!(plan(1 << 20, 96, usize::MAX), Some((18, 15)));
+        assert_eq!(plan(1 << 24, 96, usize::MAX), Some((22, 12)));
+        assert_eq!(plan(1 << 10, 96, usize::MAX), Some((8, 32)));
+        // Room for three extra copies of 2^20 points: four in all.
+        assert_eq!(plan(1 << 20, 96, (3 * 96) << 20), Some((18, 4)));
+        assert_eq!(plan(1 << 20, 96, (96 << 20) - 1), None);
+        assert_eq!(plan(1, 96, usize::MAX), None);
+        assert_eq!(windows(22), 12);
+        assert_eq!(table_bytes(1 << 20, 96, 4), (3 * 96) << 20);
+    }
+}

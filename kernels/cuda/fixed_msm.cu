@@ -1,0 +1,141 @@
+// Fixed-base MSMs in G1 and G2 over tables of precomputed multiples of the
+// SRS bases: cuzk's own Pippenger (fixed_msm.cuh), on sppark's field and
+// curve arithmetic. Everything runs on the caller's stream.
+#include "common.cuh"
+#include <ff/bls12-381-fp2.hpp>
+#include <ec/jacobian_t.hpp>
+#include <ec/xyzz_t.hpp>
+#include <cub/device/device_radix_sort.cuh>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+
+// A table of one query's bases (mirrors Rust's `ops::TableRef`): `base` are
+// the `ntab` points resident with the SRS; `extra` holds copies 1..copies-1,
+// copy t (at (t-1)*ntab) being 2^(window*t) times the bases.
+struct cuzk_msm_table {
+    const void* base;
+    const void* extra;
+    uint64_t ntab;
+    uint32_t window;
+    uint32_t copies;
+};
+
+// With CUZK_MSM_PROFILE set, the device time of each phase of a fixed-base
+// MSM (CUDA events on its stream), summed over chunks and printed to stderr.
+class phase_clock {
+    cudaStream_t s;
+    bool on;
+    std::vector<std::pair<const char*, cudaEvent_t>> marks;
+public:
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    phase_clock(cudaStream_t stream) : s(stream), on(getenv("CUZK_MSM_PROFILE") != nullptr)
+    {   mark("start");   }
+    void mark(const char* phase)
+    {
+        if (!on)
+            return;
+        cudaEvent_t e;
+        CUDA_OK(cudaEventCreate(&e));
+        CUDA_OK(cudaEventRecord(e, s));
+        marks.emplace_back(phase, e);
+    }
+    // After the stream is synchronised.
+    void print(size_t n)
+    {
+        if (!on)
+            return;
+        std::vector<std::pair<const char*, float>> sums;
+        for (size_t i = 1; i < marks.size(); i++) {
+            float ms = 0;
+            cudaEventElapsedTime(&ms, marks[i - 1].second, marks[i].second);
+            auto it = std::find_if(sums.begin(), sums.end(),
+                                   [&](auto& p) { return !strcmp(p.first, marks[i].first); });
+            if (it == sums.end())
+                sums.emplace_back(marks[i].first, ms);
+            else
+                it->second += ms;
+        }
+        fprintf(stderr, "fixed msm n=%zu:", n);
+        for (auto& p : sums)
+            fprintf(stderr, " %s %.2f ms", p.first, p.second);
+        fprintf(stderr, " | wall %.2f ms\n", std::chrono::duration<double, std::milli>(
+                                                std::chrono::steady_clock::now() - t0).count());
+    }
+    ~phase_clock()
+    {   for (auto& m : marks) cudaEventDestroy(m.second);   }
+};
+
+// Windows of `c` bits covering 256 bits: a scalar below 2^255 then never
+// carries out of its top signed digit.
+static inline uint32_t windows_of(uint32_t c) { return (256 + c - 1) / c; }
+
+// Signed digits of every scalar, one (bucket key, table entry) pair per
+// window: key g*2^(c-1) + |d|-1 for window w = g*copies + t, entry
+// t*ntab + point with the sign in bit 31; zero digits get `sentinel`, the
+// largest key, so they sort last. `nonzero` counts the others.
+__launch_bounds__(256) __global__
+void fm_digits(uint32_t* keys, uint32_t* vals, uint32_t* nonzero, const fr_t* scalars,
+               const uint32_t* scalar_idx, const uint32_t* base_idx, uint64_t base_off,
+               uint32_t n, bool mont, uint32_t c, uint32_t nwin, uint32_t copies,
+               uint64_t ntab, uint32_t sentinel)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t half = 1u << (c - 1), full = 1u << c, mask = full - 1;
+    uint32_t count = 0;
+    for (uint32_t k = threadIdx.x + blockIdx.x * blockDim.x; k < n;
+         k += blockDim.x * gridDim.x) {
+        fr_t s = scalars[scalar_idx ? scalar_idx[k] : k];
+        if (mont)
+            s.from();
+        uint32_t words[9];
+        for (int i = 0; i < 8; i++)
+            words[i] = s[i];
+        words[8] = 0;
+        const uint64_t point = base_idx ? base_idx[k] : base_off + k;
+        uint32_t carry = 0;
+        for (uint32_t w = 0; w < nwin; w++) {
+            const uint32_t bit = w * c, word = bit / 32;
+            const uint64_t v = ((uint64_t)words[word + 1] << 32 | words[word]) >> (bit % 32);
+            const uint32_t raw = ((uint32_t)v & mask) + carry;
+            // Above half the digit is raw - 2^c, borrowing from the next window.
+            carry = raw > half;
+            const uint32_t mag = carry ? full - raw : raw;
+            uint32_t key = sentinel, val = 0;
+            if (mag != 0) {
+                key = (w / copies) * half + mag - 1;
+                val = (uint32_t)((w % copies) * ntab + point) | (carry << 31);
+                count++;
+            }
+            keys[(size_t)w * n + k] = key;
+            vals[(size_t)w * n + k] = val;
+        }
+    }
+    count = __reduce_add_sync(0xffffffff, count);
+    if ((threadIdx.x & 31) == 0 && count)
+        atomicAdd(nonzero, count);
+#endif
+}
+
+namespace fixed_g1 {
+typedef fp_t field_t;
+typedef jacobian_t<fp_t> point_t;
+typedef xyzz_t<fp_t> bucket_t;
+typedef bucket_t::affine_t affine_t;
+#define CUZK_FN(name) cuzk_g1_##name
+#include "fixed_msm.cuh"
+#undef CUZK_FN
+}
+
+namespace fixed_g2 {
+typedef fp2_t field_t;
+typedef jacobian_t<fp2_t> point_t;
+typedef xyzz_t<fp2_t> bucket_t;
+typedef bucket_t::affine_t affine_t;
+#define CUZK_FN(name) cuzk_g2_##name
+#include "fixed_msm.cuh"
+#undef CUZK_FN
+}
