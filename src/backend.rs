@@ -134,6 +134,10 @@ impl Backend {
                 d
             })
             .collect();
-        Arc::new(GpuContext::new(devices, config.gpu.srs_resident))
+        let tables = cuzk_stages::gpu::TablePolicy {
+            enabled: config.gpu.msm_tables,
+            budget: config.gpu.msm_table_budget.bytes() as usize,
+        };
+        Arc::new(GpuContext::new(devices, config.gpu.srs_resident, tables))
     }
 }

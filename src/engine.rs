@@ -393,6 +393,11 @@ impl Engine {
             .sum()
     }
 
+    /// Device bytes of the MSM tables beside `srs` on the engine's GPUs.
+    pub fn srs_table_bytes(&self, srs: &Arc<Srs>) -> usize {
+        self.distinct_devices().map(|d| d.table_bytes_of(srs)).sum()
+    }
+
     /// Frees `srs`'s resident device copies (once no partition uses them);
     /// the device bytes they held.
     pub fn evict_srs_from_devices(&self, srs: &Arc<Srs>) -> usize {

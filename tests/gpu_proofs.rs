@@ -166,3 +166,44 @@ async fn prep_on_the_device_plans_what_prep_msm_plans_on_the_host() {
         assert_eq!(got[0].0, got[1].0, "{workload:?}: the same plans");
     }
 }
+
+/// With tables beside the resident SRS, chain's H and dense L, A and B₁ MSMs
+/// run on them (four per partition in gpu_ntt_msm) and its B₂ (one in
+/// b_g2_msm); with `gpu.msm_tables` off none does. Proofs verify either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn msm_tables_serve_the_dense_msms_and_proofs_verify_without_them() {
+    for tables in [true, false] {
+        let Some(mut config) = gpu_config("serial") else {
+            return;
+        };
+        config.gpu.msm_tables = tables;
+        let engine = Engine::from_config(config).unwrap();
+        let srs = common::srs(Workload::Chain, 12);
+        let spec = BenchSpec {
+            workload: Workload::Chain,
+            log_size: 12,
+            partitions: 3,
+            proofs: 1,
+            in_flight: 1,
+            seed: 9,
+        };
+        let out = engine.submit(job_for(&srs, &spec, 0).0).await.unwrap();
+        out.verify(&srs).unwrap();
+        let on_tables = |node: &str| -> usize {
+            out.partitions
+                .iter()
+                .map(|p| {
+                    let t = p.timings.iter().find(|t| &*t.node == node).unwrap();
+                    t.note("msm_tables").unwrap().parse::<usize>().unwrap()
+                })
+                .sum()
+        };
+        let expected = if tables { (4 * 3, 3) } else { (0, 0) };
+        assert_eq!(
+            (on_tables("gpu_ntt_msm"), on_tables("b_g2_msm")),
+            expected,
+            "MSMs on tables (msm_tables = {tables})"
+        );
+        engine.shutdown().await;
+    }
+}

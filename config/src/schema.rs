@@ -147,6 +147,13 @@ pub struct GpuConfig {
     pub vram_budget: ByteSize,
     /// Keep SRS points in device memory when they fit the budget.
     pub srs_resident: bool,
+    /// Beside a resident SRS, keep tables of precomputed multiples of its
+    /// points for the fixed-base MSM (off: every MSM on sppark's Pippenger).
+    pub msm_tables: bool,
+    /// Device memory for one SRS's tables (0 = auto: half of the budget the
+    /// resident SRS leaves). Each query gets a share in proportion to its
+    /// points; a query whose share holds less than one copy goes without.
+    pub msm_table_budget: ByteSize,
 }
 
 impl Default for GpuConfig {
@@ -157,6 +164,8 @@ impl Default for GpuConfig {
             logical_devices: 0,
             vram_budget: ByteSize(0),
             srs_resident: true,
+            msm_tables: true,
+            msm_table_budget: ByteSize(0),
         }
     }
 }

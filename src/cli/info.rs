@@ -1,22 +1,40 @@
-//! `cuzk info`: the kernels this binary carries, the devices found, and the
-//! backend a job would use (with the reason when it is the CPU).
+//! `cuzk info`: the kernels this binary carries, the devices found, the
+//! backend a job would use (with the reason when it is the CPU), and the
+//! fixed-base MSM tables each `--params` file would get on the first device.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use cuzk_stages::gpu::{QUERY_BYTES, TablePolicy, plan_tables, planned_bytes};
+use cuzk_stages::srs::Srs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Parameter files whose MSM tables to plan (device memory per query).
+    #[arg(long)]
+    params: Vec<PathBuf>,
+}
+
 fn gib(bytes: usize) -> String {
+    if bytes < 1 << 30 {
+        return format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64);
+    }
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-pub fn run(config: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn run(config: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
     println!("cuzk {}", env!("CARGO_PKG_VERSION"));
     match cuzk_gpu::kernels() {
         Some(archs) => {
-            println!("kernels: built for {archs} (NTT, G1/G2 MSM and batch addition on sppark)")
+            println!(
+                "kernels: built for {archs} (NTT and batch addition on sppark; \
+                 fixed-base G1/G2 MSM over tables, ours; sppark's Pippenger for the rest)"
+            )
         }
         None => println!("kernels: none (built without nvcc; CPU backend only)"),
     }
-    match cuzk_gpu::device::probe() {
+    let probed = cuzk_gpu::device::probe();
+    match &probed {
         Ok(devices) => {
             println!("devices:");
             for d in devices {
@@ -35,6 +53,31 @@ pub fn run(config: Option<&Path>) -> anyhow::Result<ExitCode> {
         Err(why) => println!("devices: none ({why})"),
     }
     let loaded = super::load_config(config)?;
+    let gpu = &loaded.config.gpu;
+    let policy = TablePolicy {
+        enabled: gpu.msm_tables,
+        budget: gpu.msm_table_budget.bytes() as usize,
+    };
+    println!(
+        "msm tables: {}",
+        match (policy.enabled, policy.budget) {
+            (false, _) => "off (gpu.msm_tables)".to_string(),
+            (true, 0) => "on, half of the VRAM budget a resident SRS leaves".to_string(),
+            (true, b) => format!("on, {} per SRS", gib(b)),
+        }
+    );
+    // The first device's budget, as the engine would set it.
+    let vram =
+        probed
+            .ok()
+            .and_then(|d| d.into_iter().next())
+            .map(|d| match gpu.vram_budget.bytes() {
+                0 => d.free_mem / 10 * 9,
+                b => b as usize,
+            });
+    for path in &args.params {
+        plan(path, policy, vram)?;
+    }
     match cuzk::backend::Backend::select(&loaded.config) {
         Ok(b) => println!(
             "backend: {} on {} logical device(s): {}",
@@ -49,4 +92,40 @@ pub fn run(config: Option<&Path>) -> anyhow::Result<ExitCode> {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tables `path`'s queries would get beside its resident copy.
+fn plan(path: &Path, policy: TablePolicy, vram: Option<usize>) -> anyhow::Result<()> {
+    let lengths = Srs::query_lengths(path)?;
+    let srs: usize = lengths.iter().zip(QUERY_BYTES).map(|(n, b)| n * b).sum();
+    println!("{}: SRS {} on the device", path.display(), gib(srs));
+    let budget = match (policy.enabled, policy.budget, vram) {
+        (false, _, _) => {
+            println!("  no MSM tables (off)");
+            return Ok(());
+        }
+        (true, 0, None) => {
+            println!("  no MSM tables (no usable GPU)");
+            return Ok(());
+        }
+        (true, 0, Some(v)) => v.saturating_sub(srs) / 2,
+        (true, b, _) => b,
+    };
+    let plans = plan_tables(lengths, budget);
+    for (i, name) in ["h", "l", "a", "b_g1", "b_g2"].iter().enumerate() {
+        let n = lengths[i];
+        match plans[i] {
+            Some((window, copies)) => println!(
+                "  {name:<5} {n:>11} points: window {window} bits x {copies} copies, {}",
+                gib(cuzk_gpu::fixed::table_bytes(n, QUERY_BYTES[i], copies))
+            ),
+            None => println!("  {name:<5} {n:>11} points: no table (less than a copy fits)"),
+        }
+    }
+    println!(
+        "  MSM tables in all: {} of a {} budget",
+        gib(planned_bytes(lengths, &plans)),
+        gib(budget)
+    );
+    Ok(())
 }

@@ -38,8 +38,9 @@ enum Command {
     Compare(compare::Args),
     /// Generate parameters for a built-in workload.
     Setup(setup::Args),
-    /// The GPU kernels in this binary, the devices found, and the backend a job would use.
-    Info,
+    /// The GPU kernels in this binary, the devices found, the backend a job
+    /// would use, and the MSM tables a parameter file would get.
+    Info(info::Args),
     /// Turn a TIMELINE log into a waterfall chart (SVG + HTML) and a bottleneck summary.
     Waterfall(waterfall::Args),
     /// Show the effective configuration.
@@ -149,7 +150,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(load_config(config)?, args),
         Command::Compare(args) => compare::run(args, config),
         Command::Setup(args) => setup::run(args),
-        Command::Info => info::run(config),
+        Command::Info(args) => info::run(config, args),
         Command::Waterfall(args) => waterfall::run(args),
         Command::Config { action } => config_cmd::run(config, action),
         Command::Graph { action } => graph::run(config, action),

@@ -52,7 +52,10 @@ pub struct SrsRow {
     /// host memory, not on the GPU) or cold (on disk only).
     pub tier: &'static str,
     pub host_bytes: u64,
+    /// On the devices, its MSM tables included.
     pub device_bytes: u64,
+    /// The fixed-base MSM tables beside it on the devices.
+    pub table_bytes: u64,
     /// Jobs running with it now.
     pub users: u32,
 }
@@ -190,10 +193,10 @@ impl Core {
         let mut rows: Vec<SrsRow> = loaded
             .iter()
             .map(|e| {
+                let srs = self.srs.try_get(&e.path);
                 let device_bytes =
-                    self.srs
-                        .try_get(&e.path)
-                        .map_or(0, |s| self.engine.srs_device_bytes(&s)) as u64;
+                    srs.as_ref().map_or(0, |s| self.engine.srs_device_bytes(s)) as u64;
+                let table_bytes = srs.as_ref().map_or(0, |s| self.engine.srs_table_bytes(s)) as u64;
                 SrsRow {
                     circuit_id: self.circuit_name(&e.path),
                     path: e.path.display().to_string(),
@@ -204,6 +207,7 @@ impl Core {
                     },
                     host_bytes: e.bytes as u64,
                     device_bytes,
+                    table_bytes,
                     users: users(&e.path),
                 }
             })
@@ -216,6 +220,7 @@ impl Core {
                     tier: "cold",
                     host_bytes: 0,
                     device_bytes: 0,
+                    table_bytes: 0,
                     users: 0,
                 });
             }

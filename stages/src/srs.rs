@@ -230,6 +230,54 @@ impl Srs {
         })
     }
 
+    /// Points in each query (h, l, a, b_g1, b_g2) of a parameter file, from
+    /// its length prefixes alone (nothing decoded).
+    pub fn query_lengths(path: &Path) -> Result<[usize; 5], SrsError> {
+        let file = File::open(path).map_err(|source| SrsError::Open {
+            path: path.into(),
+            source,
+        })?;
+        // SAFETY: read-only, dropped before returning.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Open {
+            path: path.into(),
+            source,
+        })?;
+        let mut c = Cursor {
+            bytes: &map,
+            offset: 0,
+            path,
+        };
+        c.take("verifying key", VK_FIXED_BYTES)?;
+        let ic = c.count("verifying key ic")?;
+        c.take("verifying key ic", ic.saturating_mul(G1_BYTES))?;
+        let mut lengths = [0; 5];
+        for (i, (what, bytes)) in [
+            ("h", G1_BYTES),
+            ("l", G1_BYTES),
+            ("a", G1_BYTES),
+            ("b_g1", G1_BYTES),
+            ("b_g2", G2_BYTES),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            lengths[i] = c.count(what)?;
+            c.take(what, lengths[i].saturating_mul(bytes))?;
+        }
+        Ok(lengths)
+    }
+
+    /// Points in each query (h, l, a, b_g1, b_g2).
+    pub fn query_lens(&self) -> [usize; 5] {
+        [
+            self.h.len(),
+            self.l.len(),
+            self.a.len(),
+            self.b_g1.len(),
+            self.b_g2.len(),
+        ]
+    }
+
     /// Takes parameters already in memory (as bellperson generated them).
     pub fn from_parameters(params: Parameters<Bls12>) -> Self {
         Self {

@@ -17,6 +17,7 @@
 mod abc;
 mod slot;
 mod stages;
+mod tables;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
@@ -32,6 +33,7 @@ pub use abc::{
 };
 pub use slot::{GpuLeases, GpuSlot};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
+pub use tables::{QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes};
 
 const G1_BYTES: usize = std::mem::size_of::<G1Affine>();
 const G2_BYTES: usize = std::mem::size_of::<G2Affine>();
@@ -93,16 +95,26 @@ impl GpuDevice {
     pub fn resident_bytes(&self) -> usize {
         let mut r = self.resident.lock().unwrap();
         r.0.retain(|(w, _)| w.strong_count() > 0);
-        r.0.iter().map(|(_, d)| d.bytes).sum()
+        r.0.iter().map(|(_, d)| d.bytes + d.tables.bytes()).sum()
     }
 
-    /// Device bytes of `srs`'s resident copy here (0 if it is not resident).
+    /// Device bytes of `srs`'s resident copy here (0 if it is not resident),
+    /// its MSM tables included.
     pub fn resident_bytes_of(&self, srs: &Arc<Srs>) -> usize {
         self.resident
             .lock()
             .unwrap()
             .get(srs)
-            .map_or(0, |d| d.bytes)
+            .map_or(0, |d| d.bytes + d.tables.bytes())
+    }
+
+    /// Device bytes of the MSM tables beside `srs`'s resident copy here.
+    pub fn table_bytes_of(&self, srs: &Arc<Srs>) -> usize {
+        self.resident
+            .lock()
+            .unwrap()
+            .get(srs)
+            .map_or(0, |d| d.tables.bytes())
     }
 
     /// Forgets the resident copy of `srs` (freed once no partition uses it);
@@ -118,6 +130,8 @@ pub struct GpuContext {
     /// its memory budget and resident SRS).
     pub devices: Vec<Arc<GpuDevice>>,
     pub srs_resident: bool,
+    /// MSM tables beside resident SRSs.
+    pub tables: TablePolicy,
 }
 
 /// SRS points on one device.
@@ -128,6 +142,8 @@ pub struct DeviceSrs {
     b_g1: DeviceBuffer,
     b_g2: DeviceBuffer,
     bytes: usize,
+    /// Fixed-base MSM tables (resident copies only).
+    tables: SrsTables,
     _reservation: Reservation,
 }
 
@@ -146,6 +162,7 @@ impl DeviceSrs {
             b_g1: DeviceBuffer::upload(stream, &srs.b_g1)?,
             b_g2: DeviceBuffer::upload(stream, &srs.b_g2)?,
             bytes: srs_device_bytes(srs),
+            tables: SrsTables::default(),
             _reservation: reservation,
         };
         // Other leases' streams read a resident copy: it must be complete
@@ -156,10 +173,11 @@ impl DeviceSrs {
 }
 
 impl GpuContext {
-    pub fn new(devices: Vec<Arc<GpuDevice>>, srs_resident: bool) -> Self {
+    pub fn new(devices: Vec<Arc<GpuDevice>>, srs_resident: bool, tables: TablePolicy) -> Self {
         Self {
             devices,
             srs_resident,
+            tables,
         }
     }
 
@@ -181,13 +199,15 @@ impl GpuContext {
             match dev.vram.reserve(bytes, "the resident SRS") {
                 Ok(reservation) => {
                     let started = Instant::now();
-                    let d = Arc::new(DeviceSrs::upload(stream, srs, reservation)?);
+                    let mut d = DeviceSrs::upload(stream, srs, reservation)?;
                     tracing::info!(
                         device = dev.ordinal,
                         bytes,
                         seconds = started.elapsed().as_secs_f64(),
                         "SRS resident on the device"
                     );
+                    d.tables = SrsTables::build(&dev.vram, stream, &d, srs, self.tables)?;
+                    let d = Arc::new(d);
                     cache.insert(srs, d.clone());
                     return Ok(d);
                 }

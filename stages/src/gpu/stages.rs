@@ -9,10 +9,12 @@ use blstrs::Scalar;
 use cuzk_engine::{ArenaLease, ArenaView, DeviceFault, Stage, StageContext};
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
-use cuzk_gpu::ops::{self, G1, G2, GpuCurve, QueryCounts, QueryLists, Select};
+use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
+use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, Select};
 
 use super::slot::{Buffers, DeviceLists};
-use super::{G1_BYTES, G2_BYTES, GpuContext, GpuSlot, Unsatisfied};
+use super::tables;
+use super::{GpuContext, GpuSlot, Unsatisfied};
 use crate::cs::popcount;
 use crate::partition::{
     G1Results, MsmPlan, PartitionLayout, PartitionWork, QueryPlan, QueryRegions,
@@ -139,13 +141,14 @@ impl GpuContext {
         Ok(slot.device_bytes())
     }
 
-    /// The quotient and the G1 MSMs on the staged slot.
+    /// The quotient and the G1 MSMs on the staged slot, with how many of
+    /// the MSMs ran on tables.
     fn compute(
         &self,
         w: &PartitionWork,
         slot: &GpuSlot,
         spans: &mut Spans,
-    ) -> anyhow::Result<G1Results> {
+    ) -> anyhow::Result<(G1Results, usize)> {
         anyhow::ensure!(
             slot.staged,
             "the device lease holds no staged partition: gpu_stage_in has not run"
@@ -161,52 +164,46 @@ impl GpuContext {
         let ((), start, end) =
             s.timed(|st| ops::quotient(st, &bufs.a, &bufs.b, &bufs.c, shape.log_domain, &z_inv))?;
         spans.0.push(("ntt", start, end));
+        let (t, mut on_tables) = (&srs.tables, 0);
         let h = spans.time("msm_h", || {
-            Ok(ops::msm::<G1>(
+            let all = FixedTerms::Dense {
+                base_offset: 0,
+                scalar_offset: 0,
+            };
+            let n = shape.domain - 1;
+            let tab = t.h.as_ref();
+            Ok(tables::msm::<G1>(
                 s,
                 &srs.h,
-                0,
-                G1_BYTES,
+                tab,
+                all,
                 &bufs.a,
-                0,
-                shape.domain - 1,
+                n,
                 true,
+                &mut on_tables,
             )?)
         })?;
-        let l = spans.time("msm_l", || {
-            query::<G1>(
-                s,
-                &srs.l,
-                G1_BYTES,
-                &plan.l,
-                &bufs.lists[0],
-                &bufs.z,
-                &shape,
-            )
-        })?;
-        let a = spans.time("msm_a", || {
-            query::<G1>(
-                s,
-                &srs.a,
-                G1_BYTES,
-                &plan.a,
-                &bufs.lists[1],
-                &bufs.z,
-                &shape,
-            )
-        })?;
-        let b_g1 = spans.time("msm_b_g1", || {
-            query::<G1>(
-                s,
-                &srs.b_g1,
-                G1_BYTES,
-                &plan.b,
-                &bufs.lists[2],
-                &bufs.z,
-                &shape,
-            )
-        })?;
-        Ok(G1Results { h, l, a, b_g1 })
+        let mut g1_query = |label, points, table: &Option<MsmTable>, plan, i: usize| {
+            spans.time(label, || {
+                query::<G1>(
+                    s,
+                    points,
+                    table.as_ref(),
+                    plan,
+                    &bufs.lists[i],
+                    &bufs.z,
+                    &shape,
+                )
+                .map(|(p, k)| {
+                    on_tables += k;
+                    p
+                })
+            })
+        };
+        let l = g1_query("msm_l", &srs.l, &t.l, &plan.l, 0)?;
+        let a = g1_query("msm_a", &srs.a, &t.a, &plan.a, 1)?;
+        let b_g1 = g1_query("msm_b_g1", &srs.b_g1, &t.b_g1, &plan.b, 2)?;
+        Ok((G1Results { h, l, a, b_g1 }, on_tables))
     }
 }
 
@@ -271,37 +268,42 @@ fn prepare_on_device(
 }
 
 /// One query on the device: the dense aux part, the gathered tail of
-/// significant terms and the batch addition of ones.
+/// significant terms (both on the query's table when it pays) and the batch
+/// addition of ones; with how many MSMs ran on the table.
 fn query<C>(
     stream: &Stream,
     points: &DeviceBuffer,
-    point_size: usize,
+    table: Option<&MsmTable>,
     plan: &QueryPlan,
     lists: &DeviceLists,
     z: &DeviceBuffer,
     shape: &SrsShape,
-) -> anyhow::Result<C::Projective>
+) -> anyhow::Result<(C::Projective, usize)>
 where
-    C: GpuCurve,
+    C: FixedCurve,
     C::Projective: std::ops::Add<Output = C::Projective>,
 {
     let (n_inputs, aux) = (shape.inputs, shape.aux);
+    let mut on_tables = 0;
     // Dense parts read the canonical assignment in place (mont = false).
-    let dense = match plan.dense_aux_base {
-        Some(base) => ops::msm::<C>(stream, points, base, point_size, z, n_inputs, aux, false)?,
-        None => ops::msm::<C>(stream, points, 0, point_size, z, 0, 0, false)?,
+    let dense = FixedTerms::Dense {
+        base_offset: plan.dense_aux_base.unwrap_or(0),
+        scalar_offset: n_inputs,
     };
-    let tail = ops::msm_gathered::<C>(
-        stream,
-        points,
-        &lists.sig_base,
-        z,
-        &lists.sig_scalar,
-        plan.significant,
-        false,
-    )?;
+    let n = if plan.dense_aux_base.is_some() {
+        aux
+    } else {
+        0
+    };
+    let dense = tables::msm::<C>(stream, points, table, dense, z, n, false, &mut on_tables)?;
+    let gathered = FixedTerms::Gathered {
+        base_idx: &lists.sig_base,
+        scalar_idx: &lists.sig_scalar,
+    };
+    let n = plan.significant;
+    let tail = tables::msm::<C>(stream, points, table, gathered, z, n, false, &mut on_tables)?;
     let ones = ops::sum::<C>(stream, points, &lists.ones, plan.ones)?;
-    Ok(dense + tail + ones)
+    Ok((dense + tail + ones, on_tables))
 }
 
 /// Notes a plan made on the device, as prep_msm notes its own.
@@ -331,8 +333,9 @@ impl Stage<PartitionWork> for GpuNttMsm {
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
         let result = staged.and_then(|bytes| Ok((bytes, self.0.compute(w, slot, &mut spans)?)));
         spans.report(cx);
-        let (bytes, g1) = result.map_err(|e| fault(cx, e))?;
+        let (bytes, (g1, on_tables)) = result.map_err(|e| fault(cx, e))?;
         w.g1 = Some(g1);
+        cx.note("msm_tables", on_tables);
         note_prep(w, cx, prepared_here);
         cx.note("device_bytes", bytes);
         note_points(w, cx);
@@ -371,7 +374,9 @@ impl Stage<PartitionWork> for GpuCompute {
         let slot = cx.device_slot::<GpuSlot>()?;
         let result = self.0.compute(w, slot, &mut spans);
         spans.report(cx);
-        w.g1 = Some(result.map_err(|e| fault(cx, e))?);
+        let (g1, on_tables) = result.map_err(|e| fault(cx, e))?;
+        w.g1 = Some(g1);
+        cx.note("msm_tables", on_tables);
         note_points(w, cx);
         Ok(())
     }
@@ -399,7 +404,7 @@ impl Stage<PartitionWork> for GpuBG2Msm {
                 query::<G2>(
                     &slot.stream,
                     &srs.b_g2,
-                    G2_BYTES,
+                    srs.tables.b_g2.as_ref(),
                     &plan.b,
                     &bufs.lists[2],
                     &bufs.z,
@@ -408,8 +413,10 @@ impl Stage<PartitionWork> for GpuBG2Msm {
             })
         })();
         spans.report(cx);
-        w.b_g2 = Some(result.map_err(|e| fault(cx, e))?);
+        let (b_g2, on_tables) = result.map_err(|e| fault(cx, e))?;
+        w.b_g2 = Some(b_g2);
         cx.note("backend", "gpu");
+        cx.note("msm_tables", on_tables);
         cx.note("points", w.srs.b_g2.len());
         Ok(())
     }

@@ -1,0 +1,195 @@
+//! Fixed-base MSM tables beside a resident SRS (`cuzk_gpu::fixed`): built
+//! once when the SRS goes resident, under the device's VRAM budget, and
+//! used by every MSM large enough to pay for them; the rest run on
+//! sppark's Pippenger.
+
+use std::time::Instant;
+
+use cuzk_gpu::cuda::{DeviceBuffer, KernelError, Stream};
+use cuzk_gpu::fixed::{self, FixedCurve, FixedTerms, MsmTable};
+use cuzk_gpu::ops::{self, G1, G2};
+use cuzk_gpu::vram::{Reservation, VramBudget};
+
+use super::{DeviceSrs, G1_BYTES, G2_BYTES};
+use crate::srs::Srs;
+
+/// Whether tables are built and how much device memory one SRS's may take.
+#[derive(Clone, Copy, Debug)]
+pub struct TablePolicy {
+    pub enabled: bool,
+    /// Bytes for one SRS's tables; 0 = half of what its budget has left.
+    pub budget: usize,
+}
+
+impl TablePolicy {
+    pub const OFF: Self = Self {
+        enabled: false,
+        budget: 0,
+    };
+}
+
+/// Bytes of one point in each query (h, l, a, b_g1 in G1; b_g2 in G2).
+pub const QUERY_BYTES: [usize; 5] = [G1_BYTES, G1_BYTES, G1_BYTES, G1_BYTES, G2_BYTES];
+
+/// The window and copies of each query's table (h, l, a, b_g1, b_g2, as
+/// `lengths` counts their points) within `budget` bytes: each query's share
+/// in proportion to its points' bytes.
+pub fn plan_tables(lengths: [usize; 5], budget: usize) -> [Option<(u32, u32)>; 5] {
+    let total: usize = lengths.iter().zip(QUERY_BYTES).map(|(n, b)| n * b).sum();
+    std::array::from_fn(|i| {
+        let own = lengths[i] * QUERY_BYTES[i];
+        let share = (budget as u128 * own as u128 / total.max(1) as u128) as usize;
+        fixed::plan(lengths[i], QUERY_BYTES[i], share)
+    })
+}
+
+/// Device bytes of the tables `plans` describes.
+pub fn planned_bytes(lengths: [usize; 5], plans: &[Option<(u32, u32)>; 5]) -> usize {
+    (0..5)
+        .map(|i| {
+            plans[i].map_or(0, |(_, c)| {
+                fixed::table_bytes(lengths[i], QUERY_BYTES[i], c)
+            })
+        })
+        .sum()
+}
+
+/// The tables of one resident SRS's queries (None: that query has none).
+#[derive(Default)]
+pub struct SrsTables {
+    pub h: Option<MsmTable>,
+    pub l: Option<MsmTable>,
+    pub a: Option<MsmTable>,
+    pub b_g1: Option<MsmTable>,
+    pub b_g2: Option<MsmTable>,
+    _reservation: Option<Reservation>,
+}
+
+impl SrsTables {
+    /// Tables for `d`'s queries within the policy's budget, each query's
+    /// share in proportion to its points' bytes; reserved on `vram`.
+    pub(super) fn build(
+        vram: &std::sync::Arc<VramBudget>,
+        stream: &Stream,
+        d: &DeviceSrs,
+        srs: &Srs,
+        policy: TablePolicy,
+    ) -> Result<Self, KernelError> {
+        if !policy.enabled {
+            return Ok(Self::default());
+        }
+        let budget = match policy.budget {
+            0 => vram.limit().saturating_sub(vram.used()) / 2,
+            b => b,
+        };
+        let lengths = srs.query_lens();
+        let plans = plan_tables(lengths, budget);
+        let bytes = planned_bytes(lengths, &plans);
+        if bytes == 0 {
+            return Ok(Self::default());
+        }
+        let reservation = match vram.reserve(bytes, "MSM tables") {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("{e}; MSMs of this SRS run without tables");
+                return Ok(Self::default());
+            }
+        };
+        let started = Instant::now();
+        let build = |i: usize, points: &DeviceBuffer, g2: bool| -> Result<_, KernelError> {
+            let Some((window, copies)) = plans[i] else {
+                return Ok(None);
+            };
+            let n = lengths[i];
+            Ok(Some(if g2 {
+                MsmTable::build::<G2>(stream, points, n, window, copies)?
+            } else {
+                MsmTable::build::<G1>(stream, points, n, window, copies)?
+            }))
+        };
+        let tables = Self {
+            h: build(0, &d.h, false)?,
+            l: build(1, &d.l, false)?,
+            a: build(2, &d.a, false)?,
+            b_g1: build(3, &d.b_g1, false)?,
+            b_g2: build(4, &d.b_g2, true)?,
+            _reservation: Some(reservation),
+        };
+        tracing::info!(
+            device = stream.device(),
+            bytes,
+            seconds = started.elapsed().as_secs_f64(),
+            windows = ?plans.map(|p| p.map(|(w, c)| format!("{w}x{c}"))),
+            "MSM tables resident beside the SRS"
+        );
+        Ok(tables)
+    }
+
+    /// Device bytes the tables take.
+    pub fn bytes(&self) -> usize {
+        [&self.h, &self.l, &self.a, &self.b_g1, &self.b_g2]
+            .iter()
+            .filter_map(|t| t.as_ref().map(MsmTable::bytes))
+            .sum()
+    }
+}
+
+/// An MSM over `points`: on `table` when there is one and the MSM is large
+/// enough to pay for its bucket reduction, else on sppark's Pippenger.
+/// Counts the MSMs that ran on a table in `on_tables`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn msm<C: FixedCurve>(
+    stream: &Stream,
+    points: &DeviceBuffer,
+    table: Option<&MsmTable>,
+    terms: FixedTerms<'_>,
+    scalars: &DeviceBuffer,
+    n: usize,
+    mont: bool,
+    on_tables: &mut usize,
+) -> Result<C::Projective, KernelError> {
+    if let Some(t) = table.filter(|t| t.worth(n)) {
+        *on_tables += 1;
+        return fixed::msm_fixed::<C>(stream, points, t, terms, scalars, n, mont);
+    }
+    match terms {
+        FixedTerms::Dense {
+            base_offset,
+            scalar_offset,
+        } => ops::msm::<C>(
+            stream,
+            points,
+            base_offset,
+            C::POINT_BYTES,
+            scalars,
+            scalar_offset,
+            n,
+            mont,
+        ),
+        FixedTerms::Gathered {
+            base_idx,
+            scalar_idx,
+        } => ops::msm_gathered::<C>(stream, points, base_idx, scalars, scalar_idx, n, mont),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_query_gets_its_share_of_the_budget() {
+        // chain 2^20: four G1 queries of about 2^20 points, B₂ in G2.
+        let n = 1 << 20;
+        let lengths = [n - 1, n, n, n, n];
+        let full = plan_tables(lengths, usize::MAX);
+        assert!(full.iter().all(|p| *p == Some((18, 15))), "{full:?}");
+        // Three times the SRS: three extra copies of each query.
+        let srs = (4 * 96 + 192) * n;
+        let plans = plan_tables(lengths, 3 * srs);
+        assert!(plans.iter().all(|p| *p == Some((18, 4))), "{plans:?}");
+        assert!(planned_bytes(lengths, &plans) <= 3 * srs);
+        // Less than one copy each: no tables.
+        assert_eq!(plan_tables(lengths, srs / 2), [None; 5]);
+    }
+}
