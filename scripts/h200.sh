@@ -9,10 +9,13 @@
 #   scripts/h200.sh synth32    (synthesis of a 32 GiB-shaped PoRep partition, full vs pre-compiled)
 #   scripts/h200.sh variants   (the four interlock variants, chain and sha256 2^20 x 10, 3 reps, waterfalls)
 #   scripts/h200.sh selfverify (chain 2^20 x 10 with and without self-verification, interleaved)
+#   scripts/h200.sh msm        (fixed-base MSM tests against blst, then cuzk vs sppark msm_t at each size)
 #   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
 bin=$PWD/.carry
+# carry.sh stages the binaries gzipped.
+for z in "$bin"/*.gz; do [ -e "$z" ] && gunzip -f "$z" && chmod +x "${z%.gz}"; done
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 export RUST_LOG=warn CUZK_SRS__CACHE_DIR=/tmp/cuzk-params
@@ -32,62 +35,29 @@ tests)
   "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9
   "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7
   [ -x "$bin/pce" ] && "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
-  CUZK_MSM_LOG=24 "$bin/msm" 2>&1
+  CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1
   ;;
-chain|sha256)
-  w=$section
-  setup "$w" 20
-  env $gpu_env "$bin/cuzk" compare $variants --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 1 \
-      --markdown "$out/compare-$w.md" 2>&1 | tail -7
-  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload "$w" --log-size 20 \
-      --partitions 10 -c 4 -j 3 --waterfall "$out/wf/$w" 2>&1 | tail -26
-  ;;
-cpu)
-  # bellperson-CPU and the CPU backend (one proof each, interleaved in one
-  # run), and the GPU backend on the same workload and size: 2^18 x 10.
-  for w in chain sha256; do
-    setup "$w" 18
-    CUZK_BENCH_WORKLOAD=$w CUZK_BENCH_LOG_SIZE=18 CUZK_BENCH_PARTITIONS=10 CUZK_BENCH_REPS=1 \
-      CUZK_BENCH_PARAMS="$params/$w-k18.params" "$bin/cpu_vs_bellperson" --bench 2>&1 | tail -4 
-    env $gpu_env "$bin/cuzk" bench --quiet --workload "$w" --log-size 18 --partitions 10 -c 6 -j 3 \
-        2>&1 | grep -E "throughput|verified" | sed "s/^/cuzk-gpu $w 2^18: /" 
+msm)
+  # Correctness first, then level 0's block shapes side by side (phases from
+  # CUZK_MSM_PROFILE), then the chain with tables on and off, interleaved.
+  "$bin/gpu_ops" --test-threads 1 fixed 2>&1 | grep -E "^test |test result|panicked|left|right|fixed"
+  for acc in 384 256 385; do
+    echo "== level 0 block $acc"
+    CUZK_MSM_ACC=$acc CUZK_MSM_PROFILE=1 CUZK_MSM_G1=20,24 CUZK_MSM_G2= "$bin/msm" 2>&1 | awk '/^fixed msm/ {last[$3] = $0; next} /^G1 2/ {print} END {for (k in last) print last[k]}' 
   done
-  ;;
-anchors)
-  for w in chain sha256; do
-    setup "$w" 20
-    "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 
+  for th in 512 2048; do
+    echo "== level 0 threads per SM $th"
+    CUZK_MSM_THREADS=$th CUZK_MSM_G1=20,24 CUZK_MSM_G2= "$bin/msm" 2>&1 | grep -E "^G1 2"
   done
-  ;;
-fil)
-  export CUZK_FIL_PARAMS=/tmp/fil-2k CUZK_FIL__PARAMETER_CACHE=/tmp/fil-2k
-  /usr/bin/time -f "2 KiB PoRep parameters: %e s" "$bin/cuzk" fil params --sector-size 2KiB --kinds porep --dir /tmp/fil-2k 2>&1 | tail -2
-  "$bin/cuzk" fil gen --sector-size 2KiB --out /tmp/fx | head -1
-  CUZK_FIL_FIXTURES=/tmp/fx CUZK_BENCH_SIDES=seal_commit_phase2,cuzk-cpu,cuzk-gpu CUZK_BENCH_REPS=3 \
-    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/fil_c2" --bench 2>&1 | tail -8
-  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --fixtures /tmp/fx --fil-kind porep \
-      -c 8 -j 3 --waterfall "$out/wf/porep" 2>&1 | tail -14
-  ;;
-synth32)
-  "$bin/cuzk" fil synth --sector-size 16KiB --layers 11 --challenges 18 --json "$out/synth32.json" 2>&1 | tail -11
-  ;;
-variants)
-  for w in chain sha256; do
-    setup "$w" 20
-    env $gpu_env "$bin/cuzk" compare $four --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 3 \
-        --markdown "$out/compare-$w.md" 2>&1 | tail -6
-  done
-  for v in serial single_lock two_lock throttled; do
-    env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
-        --partitions 10 -c 4 -j 3 --waterfall "$out/wf/chain-$v" 2>&1 | grep -E "throughput|GPU utilisation|verdict"
-  done
-  ;;
-selfverify)
   setup chain 20
-  for r in 1 2; do for sv in true false; do
-    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_ENGINE__SELF_VERIFY=$sv "$bin/cuzk" bench --quiet \
-        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 2>&1 | grep throughput | sed "s/^/self_verify=$sv: /"
+  for r in 1 2; do for t in true false; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_GPU__MSM_TABLES=$t "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 2>&1 | grep -E "throughput|verified" | sed "s/^/msm_tables=$t: /"
   done; done
+  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+      --partitions 10 -c 4 -j 3 --waterfall "$out/wf/chain-tables" 2>&1 | tail -26
+  "$bin/gpu_proofs" --test-threads 1 msm_tables 2>&1 | grep -E "^test |test result|panicked"
+  CUZK_MSM_G1=22,26 "$bin/msm" 2>&1
   ;;
 pce)
   setup sha256 20
