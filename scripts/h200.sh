@@ -38,16 +38,13 @@ tests)
   CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1
   ;;
 msm)
-  # Correctness first, then level 0's block shapes side by side (phases from
-  # CUZK_MSM_PROFILE), then the chain with tables on and off, interleaved.
+  # Correctness first, then the phases of each MSM (CUZK_MSM_PROFILE) and
+  # the edge reduction's segment length side by side, then the chain with
+  # tables on and off, interleaved, and proofs under every variant.
   "$bin/gpu_ops" --test-threads 1 fixed 2>&1 | grep -E "^test |test result|panicked|left|right|fixed"
-  for acc in 384 256 385; do
-    echo "== level 0 block $acc"
-    CUZK_MSM_ACC=$acc CUZK_MSM_PROFILE=1 CUZK_MSM_G1=20,24 CUZK_MSM_G2= "$bin/msm" 2>&1 | awk '/^fixed msm/ {last[$3] = $0; next} /^G1 2/ {print} END {for (k in last) print last[k]}' 
-  done
-  for th in 512 2048; do
-    echo "== level 0 threads per SM $th"
-    CUZK_MSM_THREADS=$th CUZK_MSM_G1=20,24 CUZK_MSM_G2= "$bin/msm" 2>&1 | grep -E "^G1 2"
+  for seg in 16 4 64; do
+    echo "== edge segments of $seg"
+    CUZK_MSM_EDGE_SEG=$seg CUZK_MSM_PROFILE=1 CUZK_MSM_G1=20,24 CUZK_MSM_G2=20 "$bin/msm" 2>&1 | awk '/^fixed msm/ {last[$3] = $0; next} /^G[12] 2/ {print} END {for (k in last) print last[k]}'
   done
   setup chain 20
   for r in 1 2; do for t in true false; do
@@ -56,8 +53,8 @@ msm)
   done; done
   env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
       --partitions 10 -c 4 -j 3 --waterfall "$out/wf/chain-tables" 2>&1 | tail -26
-  "$bin/gpu_proofs" --test-threads 1 msm_tables 2>&1 | grep -E "^test |test result|panicked"
-  CUZK_MSM_G1=22,26 "$bin/msm" 2>&1
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  CUZK_MSM_G1=22,26 CUZK_MSM_G2=22 "$bin/msm" 2>&1
   ;;
 pce)
   setup sha256 20
@@ -68,6 +65,17 @@ pce)
         --partitions 10 -c 10 -j 3 --waterfall "$out/wf/sha256-$v" 2>&1 | grep -E "throughput|GPU utilisation|verdict|synth|PREP|GPU " | sed "s/^/$v: /"
   done
   [ -x "$bin/supraseal-bench" ] && "$bin/supraseal-bench" "$params/sha256-k20.params" sha256 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -2
+  ;;
+pce-tables)
+  # sha256 2^20 x 10 with MSM tables: classic synthesis against pce_gpu, then
+  # SupraSeal, in one run; a 2^26 G1 MSM over a smaller table.
+  setup sha256 20
+  env $gpu_env "$bin/cuzk" compare configs/single_lock.toml configs/pce_gpu.toml --workload sha256 \
+      --log-size 20 --partitions 10 -c 10 -j 3 --reps 1 --markdown "$out/compare-pce-tables.md" 2>&1 | tail -4
+  env $gpu_env CUZK_PIPELINE__VARIANT=pce_gpu "$bin/cuzk" bench --quiet --workload sha256 --log-size 20 \
+      --partitions 10 -c 10 -j 3 --waterfall "$out/wf/sha256-pce_gpu-tables" 2>&1 | grep -E "throughput|verified|GPU utilisation|verdict|SYNTH|GPU "
+  [ -x "$bin/supraseal-bench" ] && "$bin/supraseal-bench" "$params/sha256-k20.params" sha256 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -2
+  CUZK_MSM_TABLE_GIB=24 CUZK_MSM_G1=26 CUZK_MSM_G2= "$bin/msm" 2>&1 | grep "^G1 2"
   ;;
 side-by-side)
   # One parameter file; cuzk on the GPU (every variant), SupraSeal and

@@ -259,19 +259,23 @@ void fm_reduce(bucket_h* partials, const bucket_h* buckets, uint32_t nb, uint32_
 #endif
 }
 
-// out[g] = sum of group g's partials, one block of 128 lane groups per group.
+// out[g*gridDim.x + b] = sum of in[g*count + b*per_block ...] (up to
+// per_block of group g's values), block (b, g) of 128 lane groups: serial
+// sums per lane, then a tree in shared memory.
 __launch_bounds__(256) __global__
-void fm_collect(bucket_h* out, const bucket_h* partials, uint32_t parts)
+void fm_collect(bucket_h* out, const bucket_h* in, uint32_t count, uint32_t per_block)
 {
 #ifdef __CUDA_ARCH__
     // Raw storage: the field types' constructors rule out typed __shared__ arrays.
     __shared__ uint4 raw[128 * sizeof(bucket_h) / sizeof(uint4)];
     bucket_h* sh = reinterpret_cast<bucket_h*>(raw);
-    const uint32_t lt = threadIdx.x / DEGREE, nl = blockDim.x / DEGREE, g = blockIdx.x;
+    const uint32_t lt = threadIdx.x / DEGREE, nl = blockDim.x / DEGREE;
+    const uint32_t b = blockIdx.x, g = blockIdx.y;
+    const uint32_t end = min((b + 1) * per_block, count);
     bucket_t acc;
     acc.inf();
-    for (uint32_t p = lt; p < parts; p += nl) {
-        bucket_t x = partials[(size_t)g * parts + p];
+    for (uint32_t p = b * per_block + lt; p < end; p += nl) {
+        bucket_t x = in[(size_t)g * count + p];
         acc.add(x);
     }
     sh[lt] = acc;
@@ -279,14 +283,14 @@ void fm_collect(bucket_h* out, const bucket_h* partials, uint32_t parts)
     for (uint32_t s = nl / 2; s; s >>= 1) {
         if (lt < s) {
             bucket_t a = sh[lt];
-            bucket_t b = sh[lt + s];
-            a.add(b);
+            bucket_t c = sh[lt + s];
+            a.add(c);
             sh[lt] = a;
         }
         __syncthreads();
     }
     if (lt == 0)
-        out[g] = sh[0];
+        out[(size_t)g * gridDim.x + b] = sh[0];
 #endif
 }
 
@@ -349,16 +353,20 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
     const uint32_t sms = s.sm_count();
 
     // Level 0 aims at a few lane groups per SM's worth of threads; the
-    // levels above reduce a segment's two slots 16 at a time. Tuning knobs
+    // levels above reduce the segments' slots 4 at a time (on an H200, 4
+    // beat 16 and 64: more threads for the few slots there are). Tuning knobs
     // for the benchmark: CUZK_MSM_THREADS (threads per SM at level 0) and
-    // CUZK_MSM_ACC, level 0's block: 384 (default; at most 168 registers),
-    // 256 (no register bound) or 385 (384, loading the next point ahead).
+    // CUZK_MSM_ACC, level 0's block: 256 (default: no register bound, the
+    // fastest on an H200), 384 (at most 168 registers) or 385 (384, loading
+    // the next point ahead);
+    // CUZK_MSM_EDGE_SEG (slots per segment above level 0).
     const char* threads = getenv("CUZK_MSM_THREADS");
     const char* acc_env = getenv("CUZK_MSM_ACC");
-    const int acc_mode = acc_env ? atoi(acc_env) : 384;
+    const int acc_mode = acc_env ? atoi(acc_env) : 256;
     const uint32_t target = sms * (threads ? std::max(1, atoi(threads)) : 1024) / DEGREE;
     const uint32_t seg0 = std::max<uint32_t>(8, (uint32_t)((cap + target - 1) / target));
-    const uint32_t seg_up = 16;
+    const char* edge_env = getenv("CUZK_MSM_EDGE_SEG");
+    const uint32_t seg_up = edge_env ? std::max(2, atoi(edge_env)) : 4;
     const uint32_t nseg0 = (uint32_t)((cap + seg0 - 1) / seg0);
     const uint32_t nseg1 = (2 * nseg0 + seg_up - 1) / seg_up;
 
@@ -393,7 +401,7 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
                                                 (int)(m * nwin), 0, key_bits, (cudaStream_t)s));
         clock.mark("sort");
         uint32_t nseg = (m * nwin + seg0 - 1) / seg0;
-        if (acc_mode == 256)
+        if (acc_mode != 384 && acc_mode != 385)
             fm_accumulate<FROM_TABLE, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
                 buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
                 seg0, nseg, base, extra, tab->ntab, sentinel);
@@ -417,15 +425,23 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
         clock.mark("edges");
     }
 
+    // Enough chunks of buckets to fill the device, each long enough (32
+    // buckets) that the multiplication by its start stays a small part.
     uint32_t parts = 1;
-    while (parts < nb && (size_t)groups * parts * 2 <= (size_t)sms * 512 / DEGREE)
+    while (parts < nb && nb / (parts * 2) >= 32 &&
+           (size_t)groups * parts * 2 <= (size_t)sms * 512 / DEGREE)
         parts *= 2;
-    stream_buf<bucket_h> partials{(size_t)groups * parts, s}, sums{groups, s};
+    const uint32_t per_block = 512, blocks = (parts + per_block - 1) / per_block;
+    stream_buf<bucket_h> partials{(size_t)groups * parts, s}, mid{(size_t)groups * blocks, s},
+        sums{groups, s};
     fm_reduce<<<blocks_for((size_t)groups * parts, 256), 256, 0, s>>>(partials, buckets, nb,
                                                                       groups, parts);
     CUDA_OK(cudaGetLastError());
     clock.mark("reduce");
-    fm_collect<<<groups, 128 * DEGREE, 0, s>>>(sums, partials, parts);
+    // Partials to one block's worth per group, then to one point per group.
+    fm_collect<<<dim3(blocks, groups), 128 * DEGREE, 0, s>>>(mid, partials, parts, per_block);
+    CUDA_OK(cudaGetLastError());
+    fm_collect<<<dim3(1, groups), 128 * DEGREE, 0, s>>>(sums, mid, blocks, blocks);
     CUDA_OK(cudaGetLastError());
     std::vector<bucket_t> res(groups);
     CUDA_OK(cudaMemcpyAsync(res.data(), (bucket_h*)sums, groups * sizeof(bucket_h),

@@ -8,7 +8,7 @@ use anyhow::Context;
 use blstrs::Scalar;
 use cuzk_engine::{ArenaLease, ArenaView, DeviceFault, Stage, StageContext};
 use cuzk_gpu::cpu::ntt::Domain;
-use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
 use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, Select};
 
@@ -36,6 +36,25 @@ impl Spans {
         let start = Instant::now();
         let r = f()?;
         self.0.push((label, start, Instant::now()));
+        Ok(r)
+    }
+
+    /// Runs work queued on `stream` that returns once done, and records its
+    /// device time, measured by CUDA events on the stream.
+    fn time_on<R>(
+        &mut self,
+        stream: &Stream,
+        label: &'static str,
+        f: impl FnOnce() -> anyhow::Result<R>,
+    ) -> anyhow::Result<R> {
+        let (start, end) = (Event::new(stream.device())?, Event::new(stream.device())?);
+        start.record(stream)?;
+        let r = f()?;
+        end.record(stream)?;
+        let took = start.elapsed(&end)?;
+        let now = Instant::now();
+        self.0
+            .push((label, now.checked_sub(took).unwrap_or(now), now));
         Ok(r)
     }
 
@@ -165,7 +184,7 @@ impl GpuContext {
             s.timed(|st| ops::quotient(st, &bufs.a, &bufs.b, &bufs.c, shape.log_domain, &z_inv))?;
         spans.0.push(("ntt", start, end));
         let (t, mut on_tables) = (&srs.tables, 0);
-        let h = spans.time("msm_h", || {
+        let h = spans.time_on(s, "msm_h", || {
             let all = FixedTerms::Dense {
                 base_offset: 0,
                 scalar_offset: 0,
@@ -184,7 +203,7 @@ impl GpuContext {
             )?)
         })?;
         let mut g1_query = |label, points, table: &Option<MsmTable>, plan, i: usize| {
-            spans.time(label, || {
+            spans.time_on(s, label, || {
                 query::<G1>(
                     s,
                     points,
@@ -400,7 +419,7 @@ impl Stage<PartitionWork> for GpuBG2Msm {
             anyhow::ensure!(slot.staged, "the device lease holds no staged partition");
             let bufs = slot.buffers.as_ref().context("no device buffers")?;
             let srs = slot.srs.as_ref().context("no SRS on the device")?;
-            spans.time("msm_b_g2", || {
+            spans.time_on(&slot.stream, "msm_b_g2", || {
                 query::<G2>(
                     &slot.stream,
                     &srs.b_g2,
