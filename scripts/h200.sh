@@ -9,7 +9,8 @@
 #   scripts/h200.sh synth32    (synthesis of a 32 GiB-shaped PoRep partition, full vs pre-compiled)
 #   scripts/h200.sh variants   (the four interlock variants, chain and sha256 2^20 x 10, 3 reps, waterfalls)
 #   scripts/h200.sh selfverify (chain 2^20 x 10 with and without self-verification, interleaved)
-#   scripts/h200.sh msm        (fixed-base MSM tests against blst, then cuzk vs sppark msm_t at each size)
+#   scripts/h200.sh msm        (fixed-base MSM tests against blst, cuzk vs sppark msm_t at each size, chain with tables on/off)
+#   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}

@@ -20,6 +20,24 @@ fn gpu_config(variant: &str) -> Option<Config> {
     Some(c)
 }
 
+/// One chain job of `partitions` partitions of 2^`log_size`.
+fn chain_job(
+    srs: &std::sync::Arc<cuzk::stages::Srs>,
+    log_size: u32,
+    partitions: u64,
+    seed: u64,
+) -> cuzk::Job {
+    let spec = BenchSpec {
+        workload: Workload::Chain,
+        log_size,
+        partitions,
+        proofs: 1,
+        in_flight: 1,
+        seed,
+    };
+    job_for(srs, &spec, 0).0
+}
+
 /// Proves jobs in flight and checks every device-role node ran on the GPU
 /// and every other node on the CPU.
 async fn prove(engine: &Engine, workload: Workload, log_size: u32, partitions: u64, jobs: usize) {
@@ -75,15 +93,7 @@ async fn gpu_proofs_verify_with_b_g2_on_the_cpu_and_the_srs_streamed() {
     config.gpu.srs_resident = false;
     let engine = Engine::from_config(config).unwrap();
     let srs = common::srs(Workload::Chain, 12);
-    let spec = BenchSpec {
-        workload: Workload::Chain,
-        log_size: 12,
-        partitions: 3,
-        proofs: 1,
-        in_flight: 1,
-        seed: 4,
-    };
-    let out = engine.submit(job_for(&srs, &spec, 0).0).await.unwrap();
+    let out = engine.submit(chain_job(&srs, 12, 3, 4)).await.unwrap();
     out.verify(&srs).unwrap();
     let b_g2 = out.partitions[0]
         .timings
@@ -101,15 +111,7 @@ async fn running_out_of_device_memory_is_a_clear_error_and_the_engine_goes_on() 
     config.gpu.vram_budget = ByteSize::mib(1);
     let engine = Engine::from_config(config.clone()).unwrap();
     let srs = common::srs(Workload::Chain, 14);
-    let spec = BenchSpec {
-        workload: Workload::Chain,
-        log_size: 14,
-        partitions: 2,
-        proofs: 1,
-        in_flight: 1,
-        seed: 8,
-    };
-    let err = engine.submit(job_for(&srs, &spec, 0).0).await.unwrap_err();
+    let err = engine.submit(chain_job(&srs, 14, 2, 8)).await.unwrap_err();
     match &err {
         ProveError::Partition { stage, message, .. } => {
             assert_eq!(stage, "gpu_ntt_msm");
@@ -179,15 +181,7 @@ async fn msm_tables_serve_the_dense_msms_and_proofs_verify_without_them() {
         config.gpu.msm_tables = tables;
         let engine = Engine::from_config(config).unwrap();
         let srs = common::srs(Workload::Chain, 12);
-        let spec = BenchSpec {
-            workload: Workload::Chain,
-            log_size: 12,
-            partitions: 3,
-            proofs: 1,
-            in_flight: 1,
-            seed: 9,
-        };
-        let out = engine.submit(job_for(&srs, &spec, 0).0).await.unwrap();
+        let out = engine.submit(chain_job(&srs, 12, 3, 9)).await.unwrap();
         out.verify(&srs).unwrap();
         let on_tables = |node: &str| -> usize {
             out.partitions

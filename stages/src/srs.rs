@@ -170,21 +170,27 @@ fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> HostSlice<T> {
     HostSlice::new(std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| (*shared).clone()))
 }
 
+/// A parameter file, memory-mapped read-only.
+fn map_file(path: &Path) -> Result<memmap2::Mmap, SrsError> {
+    let file = File::open(path).map_err(|source| SrsError::Open {
+        path: path.into(),
+        source,
+    })?;
+    // SAFETY: the map is read-only and dropped by the caller before it
+    // returns; a file changed underneath would give bad points, which
+    // decoding rejects.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Open {
+        path: path.into(),
+        source,
+    })
+}
+
 impl Srs {
     /// Reads a parameter file through a memory map. With `checked`, every
     /// point is also checked to lie in its prime-order subgroup (slow; files
     /// this engine wrote itself need not be).
     pub fn read(path: &Path, checked: bool) -> Result<Self, SrsError> {
-        let file = File::open(path).map_err(|source| SrsError::Open {
-            path: path.into(),
-            source,
-        })?;
-        // SAFETY: the map is read-only and dropped before returning; a file
-        // changed underneath would give bad points, which decoding rejects.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Open {
-            path: path.into(),
-            source,
-        })?;
+        let map = map_file(path)?;
         let mut c = Cursor {
             bytes: &map,
             offset: 0,
@@ -233,15 +239,7 @@ impl Srs {
     /// Points in each query (h, l, a, b_g1, b_g2) of a parameter file, from
     /// its length prefixes alone (nothing decoded).
     pub fn query_lengths(path: &Path) -> Result<[usize; 5], SrsError> {
-        let file = File::open(path).map_err(|source| SrsError::Open {
-            path: path.into(),
-            source,
-        })?;
-        // SAFETY: read-only, dropped before returning.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Open {
-            path: path.into(),
-            source,
-        })?;
+        let map = map_file(path)?;
         let mut c = Cursor {
             bytes: &map,
             offset: 0,
