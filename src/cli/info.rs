@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cuzk_stages::gpu::{QUERY_BYTES, TablePolicy, plan_tables, planned_bytes};
+use cuzk_stages::gpu::{MAX_TABLE_POINTS, QUERY_BYTES, TablePolicy, plan_tables, planned_bytes};
 use cuzk_stages::srs::Srs;
 
 #[derive(clap::Args)]
@@ -119,6 +119,9 @@ fn plan(path: &Path, policy: TablePolicy, vram: Option<usize>) -> anyhow::Result
                 "  {name:<5} {n:>11} points: window {window} bits x {copies} copies, {}",
                 gib(cuzk_gpu::fixed::table_bytes(n, QUERY_BYTES[i], copies))
             ),
+            None if n > MAX_TABLE_POINTS => {
+                println!("  {name:<5} {n:>11} points: no table (sppark's MSM is faster above 2^25)")
+            }
             None => println!("  {name:<5} {n:>11} points: no table (less than a copy fits)"),
         }
     }

@@ -33,7 +33,9 @@ pub use abc::{
 };
 pub use slot::{GpuLeases, GpuSlot};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
-pub use tables::{QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes};
+pub use tables::{
+    MAX_TABLE_POINTS, QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes,
+};
 
 const G1_BYTES: usize = std::mem::size_of::<G1Affine>();
 const G2_BYTES: usize = std::mem::size_of::<G2Affine>();
