@@ -208,7 +208,7 @@ impl GpuContext {
                         seconds = started.elapsed().as_secs_f64(),
                         "SRS resident on the device"
                     );
-                    d.tables = SrsTables::build(&dev.vram, stream, &d, srs, self.tables)?;
+                    d.tables = SrsTables::build(&dev.vram, stream, &d, srs, self.tables);
                     let d = Arc::new(d);
                     cache.insert(srs, d.clone());
                     return Ok(d);

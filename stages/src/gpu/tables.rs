@@ -76,16 +76,17 @@ pub struct SrsTables {
 
 impl SrsTables {
     /// Tables for `d`'s queries within the policy's budget, each query's
-    /// share in proportion to its points' bytes; reserved on `vram`.
+    /// share in proportion to its points' bytes; reserved on `vram`. Where
+    /// they do not fit or fail to build, none (with a warning).
     pub(super) fn build(
         vram: &std::sync::Arc<VramBudget>,
         stream: &Stream,
         d: &DeviceSrs,
         srs: &Srs,
         policy: TablePolicy,
-    ) -> Result<Self, KernelError> {
+    ) -> Self {
         if !policy.enabled {
-            return Ok(Self::default());
+            return Self::default();
         }
         let budget = match policy.budget {
             0 => vram.limit().saturating_sub(vram.used()) / 2,
@@ -95,13 +96,13 @@ impl SrsTables {
         let plans = plan_tables(lengths, budget);
         let bytes = planned_bytes(lengths, &plans);
         if bytes == 0 {
-            return Ok(Self::default());
+            return Self::default();
         }
         let reservation = match vram.reserve(bytes, "MSM tables") {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("{e}; MSMs of this SRS run without tables");
-                return Ok(Self::default());
+                return Self::default();
             }
         };
         let started = Instant::now();
@@ -116,13 +117,24 @@ impl SrsTables {
                 MsmTable::build::<G1>(stream, points, n, window, copies)?
             }))
         };
-        let tables = Self {
-            h: build(0, &d.h, false)?,
-            l: build(1, &d.l, false)?,
-            a: build(2, &d.a, false)?,
-            b_g1: build(3, &d.b_g1, false)?,
-            b_g2: build(4, &d.b_g2, true)?,
-            _reservation: Some(reservation),
+        let built = (|| {
+            Ok::<_, KernelError>(Self {
+                h: build(0, &d.h, false)?,
+                l: build(1, &d.l, false)?,
+                a: build(2, &d.a, false)?,
+                b_g1: build(3, &d.b_g1, false)?,
+                b_g2: build(4, &d.b_g2, true)?,
+                _reservation: Some(reservation),
+            })
+        })();
+        // Tables only speed MSMs up: a device that cannot build them still
+        // proves, on sppark's MSM.
+        let tables = match built {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!("building MSM tables failed ({e}); MSMs of this SRS run without");
+                return Self::default();
+            }
         };
         tracing::info!(
             device = stream.device(),
@@ -131,7 +143,7 @@ impl SrsTables {
             windows = ?plans.map(|p| p.map(|(w, c)| format!("{w}x{c}"))),
             "MSM tables resident beside the SRS"
         );
-        Ok(tables)
+        tables
     }
 
     /// Device bytes the tables take.
