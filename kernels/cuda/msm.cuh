@@ -88,16 +88,3 @@ extern "C" RustError CUZK_FN(sum)(int device, void* stream, const affine_t* d_po
     CUZK_CATCH
 }
 
-// sppark's own mult_pippenger on host points and scalars (uploaded every
-// call): the reference the benchmark compares the engine's MSM with.
-extern "C" RustError CUZK_FN(sppark_mult_pippenger)(int device, const affine_t* h_points,
-                                                    const scalar_t* h_scalars, size_t n,
-                                                    bool mont, point_t* out)
-{
-    CUZK_TRY
-    select_gpu(device).select();
-    RustError e = mult_pippenger<bucket_t>(out, h_points, n, h_scalars, mont);
-    if (e.code != cudaSuccess)
-        return e;
-    CUZK_CATCH
-}

@@ -161,8 +161,6 @@ kernels! {
     fn cuzk_g1_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
     /// G1: sum(points[idx[k]]), by batch addition on `stream`.
     fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
-    /// sppark's `mult_pippenger` on host points and scalars (benchmark reference).
-    fn cuzk_g1_sppark_mult_pippenger(device: i32, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
     fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
     fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
     /// Pre-compiled constraints: a, b, c over `n` rows from the three
