@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cuzk_stages::gpu::{MAX_TABLE_POINTS, QUERY_BYTES, TablePolicy, plan_tables, planned_bytes};
+use cuzk_stages::gpu::{
+    MAX_TABLE_POINTS, QUERY_BYTES, TablePolicy, plan_tables, planned_bytes, points_bytes,
+};
 use cuzk_stages::srs::Srs;
 
 #[derive(clap::Args)]
@@ -97,7 +99,7 @@ pub fn run(config: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
 /// The tables `path`'s queries would get beside its resident copy.
 fn plan(path: &Path, policy: TablePolicy, vram: Option<usize>) -> anyhow::Result<()> {
     let lengths = Srs::query_lengths(path)?;
-    let srs: usize = lengths.iter().zip(QUERY_BYTES).map(|(n, b)| n * b).sum();
+    let srs = points_bytes(lengths);
     println!("{}: SRS {} on the device", path.display(), gib(srs));
     let budget = match (policy.enabled, policy.budget, vram) {
         (false, _, _) => {

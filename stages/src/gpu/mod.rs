@@ -34,7 +34,7 @@ pub use abc::{
 pub use slot::{GpuLeases, GpuSlot};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
 pub use tables::{
-    MAX_TABLE_POINTS, QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes,
+    MAX_TABLE_POINTS, QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes, points_bytes,
 };
 
 const G1_BYTES: usize = std::mem::size_of::<G1Affine>();
@@ -151,8 +151,7 @@ pub struct DeviceSrs {
 
 /// Device bytes an SRS's points take.
 pub fn srs_device_bytes(srs: &Srs) -> usize {
-    (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) * G1_BYTES
-        + srs.b_g2.len() * G2_BYTES
+    tables::points_bytes(srs.query_lens())
 }
 
 impl DeviceSrs {

@@ -31,6 +31,11 @@ impl TablePolicy {
 /// Bytes of one point in each query (h, l, a, b_g1 in G1; b_g2 in G2).
 pub const QUERY_BYTES: [usize; 5] = [G1_BYTES, G1_BYTES, G1_BYTES, G1_BYTES, G2_BYTES];
 
+/// Device bytes of an SRS whose queries hold `lengths` points.
+pub fn points_bytes(lengths: [usize; 5]) -> usize {
+    lengths.iter().zip(QUERY_BYTES).map(|(n, b)| n * b).sum()
+}
+
 /// Queries above this many points get no table: on an H200 the fixed-base
 /// MSM beats sppark's by 1.48x at 2^24 points but loses at 2^26 (0.69x),
 /// where each addition takes twice as long (its 66 GiB table read at
@@ -41,7 +46,7 @@ pub const MAX_TABLE_POINTS: usize = 1 << 25;
 /// `lengths` counts their points) within `budget` bytes: each query's share
 /// in proportion to its points' bytes; none above `MAX_TABLE_POINTS`.
 pub fn plan_tables(lengths: [usize; 5], budget: usize) -> [Option<(u32, u32)>; 5] {
-    let total: usize = lengths.iter().zip(QUERY_BYTES).map(|(n, b)| n * b).sum();
+    let total = points_bytes(lengths);
     std::array::from_fn(|i| {
         if lengths[i] > MAX_TABLE_POINTS {
             return None;
