@@ -38,6 +38,61 @@ tests)
   [ -x "$bin/pce" ] && "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
   CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1
   ;;
+chain|sha256)
+  w=$section
+  setup "$w" 20
+  env $gpu_env "$bin/cuzk" compare $variants --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 1 \
+      --markdown "$out/compare-$w.md" 2>&1 | tail -7
+  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload "$w" --log-size 20 \
+      --partitions 10 -c 4 -j 3 --waterfall "$out/wf/$w" 2>&1 | tail -26
+  ;;
+cpu)
+  # bellperson-CPU and the CPU backend (one proof each, interleaved in one
+  # run), and the GPU backend on the same workload and size: 2^18 x 10.
+  for w in chain sha256; do
+    setup "$w" 18
+    CUZK_BENCH_WORKLOAD=$w CUZK_BENCH_LOG_SIZE=18 CUZK_BENCH_PARTITIONS=10 CUZK_BENCH_REPS=1 \
+      CUZK_BENCH_PARAMS="$params/$w-k18.params" "$bin/cpu_vs_bellperson" --bench 2>&1 | tail -4 
+    env $gpu_env "$bin/cuzk" bench --quiet --workload "$w" --log-size 18 --partitions 10 -c 6 -j 3 \
+        2>&1 | grep -E "throughput|verified" | sed "s/^/cuzk-gpu $w 2^18: /" 
+  done
+  ;;
+anchors)
+  for w in chain sha256; do
+    setup "$w" 20
+    "$bin/supraseal-bench" "$params/$w-k20.params" "$w" 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -3 
+  done
+  ;;
+fil)
+  export CUZK_FIL_PARAMS=/tmp/fil-2k CUZK_FIL__PARAMETER_CACHE=/tmp/fil-2k
+  /usr/bin/time -f "2 KiB PoRep parameters: %e s" "$bin/cuzk" fil params --sector-size 2KiB --kinds porep --dir /tmp/fil-2k 2>&1 | tail -2
+  "$bin/cuzk" fil gen --sector-size 2KiB --out /tmp/fx | head -1
+  CUZK_FIL_FIXTURES=/tmp/fx CUZK_BENCH_SIDES=seal_commit_phase2,cuzk-cpu,cuzk-gpu CUZK_BENCH_REPS=3 \
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/fil_c2" --bench 2>&1 | tail -8
+  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --fixtures /tmp/fx --fil-kind porep \
+      -c 8 -j 3 --waterfall "$out/wf/porep" 2>&1 | tail -14
+  ;;
+synth32)
+  "$bin/cuzk" fil synth --sector-size 16KiB --layers 11 --challenges 18 --json "$out/synth32.json" 2>&1 | tail -11
+  ;;
+variants)
+  for w in chain sha256; do
+    setup "$w" 20
+    env $gpu_env "$bin/cuzk" compare $four --workload "$w" --log-size 20 --partitions 10 -c 10 -j 3 --reps 3 \
+        --markdown "$out/compare-$w.md" 2>&1 | tail -6
+  done
+  for v in serial single_lock two_lock throttled; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+        --partitions 10 -c 4 -j 3 --waterfall "$out/wf/chain-$v" 2>&1 | grep -E "throughput|GPU utilisation|verdict"
+  done
+  ;;
+selfverify)
+  setup chain 20
+  for r in 1 2; do for sv in true false; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_ENGINE__SELF_VERIFY=$sv "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 2>&1 | grep throughput | sed "s/^/self_verify=$sv: /"
+  done; done
+  ;;
 msm)
   # Correctness first, then the phases of each MSM (CUZK_MSM_PROFILE) and
   # the edge reduction's segment length side by side, then the chain with
