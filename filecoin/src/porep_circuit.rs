@@ -4,23 +4,20 @@
 //!
 //! A partition's circuit is a short prelude (the replica id, the
 //! commitments) followed by one sub-circuit per challenge (18 for 32 GiB, each
-//! 7 M constraints), independent of one another given the prelude. Each
-//! challenge is synthesized apart as a one-challenge `StackedCircuit` (whose
-//! prelude is skipped: see `cuzk_stages::pce::WitnessCs::split`) on the
-//! synthesis pool's threads, straight into its window of the arena; the
-//! result is the assignment sequential synthesis makes, variable for
-//! variable, and is checked against the recording like any other.
+//! 7 M constraints), independent of one another given the prelude. Its
+//! witness is synthesized in parts, challenges and their labels in parallel
+//! (see `porep_witness`); full synthesis and the recording run filecoin-proofs'
+//! circuit as it is.
 
 use std::sync::Arc;
 
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
-use blstrs::Scalar as Fr;
+use bellperson::{Circuit, SynthesisError};
 use cuzk_stages::circuit::ProvableCircuit;
 use cuzk_stages::cs::ArenaCs;
 use cuzk_stages::pce::{RecordingCs, WitnessCs};
 use filecoin_hashers::Hasher;
-use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{
     self, Proof as VanillaProof, StackedCircuit, StackedCompound, StackedDrg,
@@ -92,41 +89,6 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
     pub fn circuit(&self) -> Result<StackedCircuit<Tree, G>, SynthesisError> {
         self.circuit_of(&self.proofs)
     }
-
-    /// The prelude alone: the circuit with no challenge.
-    fn prelude<CS: ConstraintSystem<Fr>>(&self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let first = &self.proofs[0];
-        let tau = self.pub_in.tau.as_ref();
-        StackedCircuit::<Tree, G>::synthesize(
-            cs,
-            Some(self.pub_in.replica_id),
-            tau.map(|t| t.comm_d),
-            tau.map(|t| t.comm_r),
-            Some(first.comm_r_last()),
-            Some(first.comm_c()),
-            Vec::new(),
-        )
-    }
-
-    /// Witness-only synthesis, the challenges in parallel.
-    fn witness_in_parallel(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
-        self.prelude(&mut *cs)?;
-        let done = {
-            let Some(parts) = cs.split(self.proofs.len()) else {
-                return Err(SynthesisError::Unsatisfiable);
-            };
-            parts
-                .into_par_iter()
-                .zip(self.proofs.par_iter())
-                .map(|(mut part, proof)| {
-                    self.circuit_of(std::slice::from_ref(proof))?
-                        .synthesize(&mut part)?;
-                    Ok(part.done())
-                })
-                .collect::<Result<Vec<_>, SynthesisError>>()?
-        };
-        cs.absorb(done)
-    }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
@@ -135,10 +97,8 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
     }
 
     fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
-        if self.proofs.len() < 2 {
-            return self.circuit()?.synthesize(cs);
-        }
-        self.witness_in_parallel(cs)
+        let nodes = self.params.graph.size();
+        crate::porep_witness::witness(cs, &self.pub_in, nodes, &self.proofs)
     }
 
     fn synthesize_recording(

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 pub use matrix::{ClassCounts, Codes, Csr, TABLE, powers_of_two};
 pub use record::RecordingCs;
 pub use store::{Meta, Recording};
-pub use witness::{PartDone, WitnessCs};
+pub use witness::{PartDone, PartSize, WitnessCs, WitnessPart};
 
 use crate::srs::Srs;
 

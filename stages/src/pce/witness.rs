@@ -4,16 +4,19 @@
 //! what full synthesis costs); constraints are only counted and folded into
 //! the circuit's fingerprint.
 //!
-//! A circuit made of independent parts of one shape (PoRep's challenges)
-//! can be synthesized in parallel: [`WitnessCs::split`] cuts the rest of the
-//! assignment into equal windows, one per part; each part is synthesized
-//! apart, repeating the shared prelude, whose operations it skips; and
-//! [`WitnessCs::absorb`] adds the parts' counts and fingerprints as if they
-//! had run one after another.
+//! A circuit made of parts that depend only on values computed before them
+//! (PoRep's challenges, and within each its labeling layers) can be
+//! synthesized in parallel: each part runs into a system of its own, either
+//! a [`WitnessPart`] that grows (when the parts' sizes are not known yet) and
+//! is copied in by [`WitnessCs::append`], or a window of the arena cut by
+//! [`WitnessCs::windows`] once they are, whose results
+//! [`WitnessCs::absorb`] checks. Either way the assignment, the counts and the
+//! fingerprint are the ones sequential synthesis makes.
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
+use rayon::prelude::*;
 
 use super::Fingerprint;
 use crate::cs::CsError;
@@ -26,12 +29,10 @@ pub struct WitnessCs<'a> {
     pub(super) n_aux: usize,
     pub(super) constraints: usize,
     pub(super) fingerprint: Fingerprint,
-    /// Operations still to skip (a part's repeat of the shared prelude).
-    skip: u64,
     error: Option<CsError>,
 }
 
-/// What a part synthesized apart added (see [`WitnessCs::split`]).
+/// What a part synthesized into a window added (see [`WitnessCs::windows`]).
 #[derive(Debug)]
 pub struct PartDone {
     n_inputs: usize,
@@ -46,23 +47,23 @@ impl<'a> WitnessCs<'a> {
     /// region (inputs, then aux) sized by the SRS.
     pub fn new(z: &'a mut [Scalar], inputs: usize) -> Self {
         let (inputs, aux) = z.split_at_mut(inputs);
-        Self::over(inputs, aux, 0)
+        let mut cs = Self::over(inputs, aux);
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+            .expect("an SRS has at least one input");
+        cs
     }
 
-    fn over(inputs: &'a mut [Scalar], aux: &'a mut [Scalar], skip: u64) -> Self {
-        let mut cs = Self {
+    /// A system over a window, with nothing allocated.
+    fn over(inputs: &'a mut [Scalar], aux: &'a mut [Scalar]) -> Self {
+        Self {
             inputs,
             aux,
             n_inputs: 0,
             n_aux: 0,
             constraints: 0,
             fingerprint: Fingerprint::default(),
-            skip,
             error: None,
-        };
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE))
-            .expect("an SRS has at least one input");
-        cs
+        }
     }
 
     /// The first problem met (more variables than the SRS has).
@@ -81,39 +82,29 @@ impl<'a> WitnessCs<'a> {
         }
     }
 
-    /// Whether this operation belongs to a skipped prelude.
-    fn skipped(&mut self) -> bool {
-        if self.skip > 0 {
-            self.skip -= 1;
-            return true;
-        }
-        false
-    }
-
-    /// Cuts the rest of the assignment into `parts` equal windows, one per
-    /// part of the circuit still to come, each to be synthesized (in
-    /// parallel) by a system that first skips everything synthesized here so
-    /// far: each part repeats that prelude before its own work. None if the
-    /// rest does not divide into `parts` equal windows.
-    pub fn split(&mut self, parts: usize) -> Option<Vec<WitnessCs<'_>>> {
-        let (inputs, aux) = (
+    /// Cuts the rest of the assignment into windows of the given sizes, in
+    /// order, one per part still to come: each part is synthesized (in
+    /// parallel) into its own window, as if it ran after everything
+    /// synthesized here so far. None if the sizes do not fit.
+    pub fn windows(&mut self, sizes: &[PartSize]) -> Option<Vec<WitnessCs<'_>>> {
+        let (mut inputs, mut aux) = (
             &mut self.inputs[self.n_inputs..],
             &mut self.aux[self.n_aux..],
         );
-        if parts == 0 || inputs.len() % parts != 0 || aux.len() % parts != 0 {
-            return None;
+        let mut parts = Vec::with_capacity(sizes.len());
+        for s in sizes {
+            if s.inputs > inputs.len() || s.aux > aux.len() {
+                return None;
+            }
+            let (i, rest_i) = std::mem::take(&mut inputs).split_at_mut(s.inputs);
+            let (a, rest_a) = std::mem::take(&mut aux).split_at_mut(s.aux);
+            (inputs, aux) = (rest_i, rest_a);
+            parts.push(WitnessCs::over(i, a));
         }
-        let (li, la) = (inputs.len() / parts, aux.len() / parts);
-        let prelude = self.fingerprint.ops();
-        Some(
-            windows(inputs, li, parts)
-                .zip(windows(aux, la, parts))
-                .map(|(i, a)| WitnessCs::over(i, a, prelude))
-                .collect(),
-        )
+        Some(parts)
     }
 
-    /// A part's result, for [`WitnessCs::absorb`].
+    /// A window's result, for [`WitnessCs::absorb`].
     pub fn done(self) -> PartDone {
         PartDone {
             n_inputs: self.n_inputs,
@@ -124,26 +115,31 @@ impl<'a> WitnessCs<'a> {
         }
     }
 
-    /// Takes in the parts [`WitnessCs::split`] made, in order: their
-    /// variables and constraints follow this system's, and the fingerprint
-    /// is the one sequential synthesis would have made. Each part must have
-    /// filled its window exactly.
-    pub fn absorb(&mut self, parts: Vec<PartDone>) -> Result<(), SynthesisError> {
-        let n = parts.len();
-        let (window_inputs, window_aux) = (
-            (self.inputs.len() - self.n_inputs) / n.max(1),
-            (self.aux.len() - self.n_aux) / n.max(1),
-        );
-        for p in parts {
+    /// Takes in the parts synthesized into [`WitnessCs::windows`] of `sizes`,
+    /// in order. Each part must have filled its window exactly.
+    pub fn absorb(
+        &mut self,
+        parts: Vec<PartDone>,
+        sizes: &[PartSize],
+    ) -> Result<(), SynthesisError> {
+        if parts.len() != sizes.len() {
+            self.fail(CsError::ShapeMismatch {
+                what: "parts synthesized in parallel",
+                got: parts.len(),
+                expected: sizes.len(),
+            });
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        for (p, size) in parts.into_iter().zip(sizes) {
             if let Some(e) = p.error {
                 self.fail(e);
                 return Err(SynthesisError::Unsatisfiable);
             }
-            if p.n_inputs != window_inputs || p.n_aux != window_aux {
+            if p.n_inputs != size.inputs || p.n_aux != size.aux {
                 self.fail(CsError::ShapeMismatch {
                     what: "variables of a part synthesized in parallel",
                     got: p.n_inputs + p.n_aux,
-                    expected: window_inputs + window_aux,
+                    expected: size.inputs + size.aux,
                 });
                 return Err(SynthesisError::Unsatisfiable);
             }
@@ -154,14 +150,120 @@ impl<'a> WitnessCs<'a> {
         }
         Ok(())
     }
+
+    /// Copies in parts synthesized into [`WitnessPart`]s, in order (the
+    /// copies in parallel), with their counts and fingerprints.
+    pub fn append(&mut self, parts: &[WitnessPart]) -> Result<(), SynthesisError> {
+        let sizes: Vec<PartSize> = parts.iter().map(WitnessPart::size).collect();
+        let inputs: usize = sizes.iter().map(|s| s.inputs).sum();
+        let (limit_i, limit_a) = (self.inputs.len(), self.aux.len());
+        let over_inputs = self.n_inputs + inputs > limit_i;
+        let Some(windows) = self.windows(&sizes) else {
+            self.fail(match over_inputs {
+                true => CsError::TooMany {
+                    what: "public inputs",
+                    limit: limit_i,
+                },
+                false => CsError::TooMany {
+                    what: "auxiliary variables",
+                    limit: limit_a,
+                },
+            });
+            return Err(SynthesisError::Unsatisfiable);
+        };
+        let done: Vec<PartDone> = windows
+            .into_par_iter()
+            .zip(parts.par_iter())
+            .map(|(mut w, p)| {
+                w.inputs.copy_from_slice(&p.inputs);
+                w.aux.copy_from_slice(&p.aux);
+                w.n_inputs = p.inputs.len();
+                w.n_aux = p.aux.len();
+                w.constraints = p.constraints;
+                w.fingerprint = p.fingerprint;
+                w.done()
+            })
+            .collect();
+        self.absorb(done, &sizes)
+    }
 }
 
-/// `n` windows of `len` elements each (empty ones when `len` is 0).
-fn windows(s: &mut [Scalar], len: usize, n: usize) -> impl Iterator<Item = &mut [Scalar]> {
-    s.chunks_mut(len.max(1))
-        .take(if len == 0 { 0 } else { n })
-        .chain(std::iter::repeat_with(|| &mut [][..]))
-        .take(n)
+/// The variables one part allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PartSize {
+    pub inputs: usize,
+    pub aux: usize,
+}
+
+/// A part of a circuit synthesized apart into buffers of its own, for
+/// [`WitnessCs::append`]: for parts whose sizes are not known in advance.
+#[derive(Debug, Default)]
+pub struct WitnessPart {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    constraints: usize,
+    fingerprint: Fingerprint,
+}
+
+impl WitnessPart {
+    /// The variables this part allocated.
+    pub fn size(&self) -> PartSize {
+        PartSize {
+            inputs: self.inputs.len(),
+            aux: self.aux.len(),
+        }
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessPart {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.fingerprint.alloc();
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.fingerprint.alloc_input();
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.fingerprint.enforce();
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
 }
 
 impl ConstraintSystem<Scalar> for WitnessCs<'_> {
@@ -173,11 +275,6 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if self.skipped() {
-            // The caller still needs the value (AllocatedNum keeps it).
-            f()?;
-            return Ok(Variable::new_unchecked(Index::Aux(0)));
-        }
         let i = self.n_aux;
         self.fingerprint.alloc();
         if i == self.aux.len() {
@@ -198,10 +295,6 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if self.skipped() {
-            f()?;
-            return Ok(Variable::new_unchecked(Index::Input(0)));
-        }
         let i = self.n_inputs;
         self.fingerprint.alloc_input();
         if i == self.inputs.len() {
@@ -224,9 +317,6 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        if self.skipped() {
-            return;
-        }
         self.fingerprint.enforce();
         self.constraints += 1;
     }
@@ -268,44 +358,92 @@ mod tests {
         out.inputize(cs.namespace(|| "out in")).unwrap();
     }
 
+    /// Sequential synthesis: the prelude, then the parts in order.
+    fn sequential(z: &mut [Scalar], inputs: usize, parts: usize) -> (Fingerprint, usize) {
+        let mut seq = WitnessCs::new(z, inputs);
+        let x = prelude(&mut seq);
+        for p in 0..parts {
+            part(&mut seq, &x, p as u64 + 10);
+        }
+        assert_eq!(seq.n_inputs + seq.n_aux, z_len(inputs, parts));
+        (seq.fingerprint, seq.constraints)
+    }
+
+    fn z_len(inputs: usize, parts: usize) -> usize {
+        inputs + 1 + parts * 7
+    }
+
     #[test]
     fn parts_synthesized_apart_equal_sequential_synthesis() {
         const PARTS: usize = 4;
-        // Sequential: prelude, then the parts in order.
-        let (inputs, aux) = (1 + 1 + PARTS, 1 + PARTS * 7);
-        let mut z1 = vec![Scalar::ZERO; inputs + aux];
-        let mut seq = WitnessCs::new(&mut z1, inputs);
-        let x = prelude(&mut seq);
-        for p in 0..PARTS {
-            part(&mut seq, &x, p as u64 + 10);
-        }
-        let (fp, c) = (seq.fingerprint, seq.constraints);
-        assert_eq!((seq.n_inputs, seq.n_aux), (inputs, aux));
-        // In parallel: each part repeats (and skips) the prelude.
-        let mut z2 = vec![Scalar::ZERO; inputs + aux];
+        let inputs = 1 + 1 + PARTS;
+        let mut z1 = vec![Scalar::ZERO; z_len(inputs, PARTS)];
+        let (fp, constraints) = sequential(&mut z1, inputs, PARTS);
+
+        // Growable parts, copied in; their sizes then cut windows.
+        let mut z2 = vec![Scalar::ZERO; z1.len()];
         let mut par = WitnessCs::new(&mut z2, inputs);
-        prelude(&mut par);
-        let done: Vec<PartDone> = {
-            let parts = par.split(PARTS).expect("equal windows");
-            std::thread::scope(|s| {
-                let handles: Vec<_> = parts
-                    .into_iter()
-                    .enumerate()
-                    .map(|(p, mut cs)| {
-                        s.spawn(move || {
-                            let x = prelude(&mut cs);
-                            part(&mut cs, &x, p as u64 + 10);
-                            cs.done()
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().unwrap()).collect()
-            })
-        };
-        par.absorb(done).unwrap();
-        assert_eq!(par.fingerprint, fp);
-        assert_eq!(par.constraints, c);
-        drop((seq, par));
+        let x = prelude(&mut par);
+        let mut grown: Vec<WitnessPart> = (0..PARTS).map(|_| WitnessPart::default()).collect();
+        grown
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(p, cs)| part(cs, &x, p as u64 + 10));
+        let sizes: Vec<PartSize> = grown.iter().map(WitnessPart::size).collect();
+        assert_eq!(sizes[0], PartSize { inputs: 1, aux: 7 });
+        par.append(&grown).unwrap();
+        assert_eq!((par.fingerprint, par.constraints), (fp, constraints));
+        drop(par);
         assert_eq!(z1, z2, "the same assignment, variable for variable");
+
+        // Windows of known sizes, written in place.
+        let mut z3 = vec![Scalar::ZERO; z1.len()];
+        let mut par = WitnessCs::new(&mut z3, inputs);
+        let x = prelude(&mut par);
+        let done: Vec<PartDone> = par
+            .windows(&sizes)
+            .expect("the windows fit")
+            .into_par_iter()
+            .enumerate()
+            .map(|(p, mut cs)| {
+                part(&mut cs, &x, p as u64 + 10);
+                cs.done()
+            })
+            .collect();
+        par.absorb(done, &sizes).unwrap();
+        assert_eq!((par.fingerprint, par.constraints), (fp, constraints));
+        drop(par);
+        assert_eq!(z1, z3);
+    }
+
+    #[test]
+    fn parts_that_do_not_fill_their_windows_or_overflow_are_named() {
+        let inputs = 1 + 1 + 2;
+        let mut z = vec![Scalar::ZERO; z_len(inputs, 2)];
+        let mut cs = WitnessCs::new(&mut z, inputs);
+        let x = prelude(&mut cs);
+        // A window one aux too large: the part leaves it short.
+        let sizes = [PartSize { inputs: 1, aux: 8 }];
+        let done: Vec<PartDone> = cs
+            .windows(&sizes)
+            .unwrap()
+            .into_iter()
+            .map(|mut w| {
+                part(&mut w, &x, 1);
+                w.done()
+            })
+            .collect();
+        assert!(cs.absorb(done, &sizes).is_err());
+        let e = cs.take_error().unwrap().to_string();
+        assert!(e.contains("parallel"), "{e}");
+        // Three grown parts where two fit: too many inputs, named.
+        let mut grown: Vec<WitnessPart> = (0..3).map(|_| WitnessPart::default()).collect();
+        for (p, g) in grown.iter_mut().enumerate() {
+            part(g, &x, p as u64);
+        }
+        assert!(cs.windows(&[PartSize { inputs: 9, aux: 0 }]).is_none());
+        assert!(cs.append(&grown).is_err());
+        let e = cs.take_error().unwrap().to_string();
+        assert!(e.contains("public inputs"), "{e}");
     }
 }

@@ -1,0 +1,468 @@
+//! A PoRep partition's witness in parallel parts: filecoin-proofs'
+//! `StackedCircuit::synthesize` and its per-challenge `Proof::synthesize`,
+//! followed operation for operation, with each challenge cut into parts
+//! that depend only on values computed before them.
+//!
+//! A 32 GiB partition has 18 challenges; as whole parts they keep 16 cores
+//! busy for two rounds, the second on two cores. Most of a challenge is its
+//! eleven labels (SHA-256 over 37 parents each), which need only the parent
+//! columns, so a challenge becomes `layers + 3` parts: the data leaf and its
+//! comm_d path; the parent columns, their hashes and paths, and the
+//! challenge; one part per label; and the encoding and the column of labels.
+//! Parts run on the synthesis pool in any order and land in circuit order
+//! (`cuzk_stages::pce::WitnessCs::windows`), so the assignment is the one
+//! sequential synthesis makes, variable for variable, and is checked against
+//! the recording like any other.
+//!
+//! Witness-only synthesis never evaluates a linear combination, so parts may
+//! share the values allocated in other parts (the prelude's numbers, the
+//! parent columns, the labels) whatever system allocated them.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use bellperson::gadgets::boolean::Boolean;
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::gadgets::uint32::UInt32;
+use bellperson::{ConstraintSystem, SynthesisError};
+use blstrs::Scalar as Fr;
+use cuzk_stages::pce::{PartSize, WitnessCs, WitnessPart};
+use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_11};
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::uint64::UInt64;
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::gadgets::{constraint, encode::encode};
+use storage_proofs_core::merkle::{
+    BinaryMerkleTree, DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeTrait, MerkleTreeWrapper,
+};
+use storage_proofs_core::util::reverse_bit_numbering;
+use storage_proofs_porep::stacked::{
+    self, Column, ColumnProof, Proof as VanillaProof, create_label_circuit,
+};
+
+type G = filecoin_proofs::DefaultPieceHasher;
+
+/// A Merkle path as the circuit takes it, for tree type `T`.
+type TreePath<T> = AuthPath<
+    <T as MerkleTreeTrait>::Hasher,
+    <T as MerkleTreeTrait>::Arity,
+    <T as MerkleTreeTrait>::SubTreeArity,
+    <T as MerkleTreeTrait>::TopTreeArity,
+>;
+
+/// A vanilla Merkle proof in a tree of type `T`.
+type TreeProof<T> = MerkleProof<
+    <T as MerkleTreeTrait>::Hasher,
+    <T as MerkleTreeTrait>::Arity,
+    <T as MerkleTreeTrait>::SubTreeArity,
+    <T as MerkleTreeTrait>::TopTreeArity,
+>;
+
+/// A parent column: its rows and the path of its hash in tree C.
+struct Opening<Tree: MerkleTreeTrait> {
+    rows: Vec<Fr>,
+    path: TreePath<Tree>,
+}
+
+/// One challenge's private inputs, as filecoin-proofs' circuit proof holds them.
+struct Challenge<Tree: MerkleTreeTrait> {
+    data_leaf: Fr,
+    node: u64,
+    comm_d_path: TreePath<BinaryMerkleTree<G>>,
+    comm_r_last_path: TreePath<Tree>,
+    comm_c_path: TreePath<Tree>,
+    drg: Vec<Opening<Tree>>,
+    exp: Vec<Opening<Tree>>,
+}
+
+/// A vanilla column proof's fields (private in storage-proofs-porep; read
+/// back through its serde form, which names them).
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "P: DeserializeOwned"))]
+struct ColumnFields<P: MerkleProofTrait> {
+    column: Column<P::Hasher>,
+    inclusion_proof: P,
+}
+
+fn fields_of<P>(c: &ColumnProof<P>) -> Result<ColumnFields<P>, SynthesisError>
+where
+    P: MerkleProofTrait + serde::Serialize + DeserializeOwned,
+{
+    let bytes = bincode::serialize(c).map_err(io_error)?;
+    bincode::deserialize(&bytes).map_err(io_error)
+}
+
+fn io_error(e: impl std::fmt::Display) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::other(format!(
+        "reading a PoRep column proof: {e}"
+    )))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Challenge<Tree> {
+    /// What `StackedCircuit`'s `Proof::from(vanilla)` takes from a vanilla proof.
+    fn of(p: &VanillaProof<Tree, G>) -> Result<Self, SynthesisError> {
+        let opening = |c: &ColumnProof<TreeProof<Tree>>| -> Result<Opening<Tree>, SynthesisError> {
+            let f = fields_of(c)?;
+            Ok(Opening {
+                rows: f
+                    .column
+                    .rows()
+                    .iter()
+                    .map(|&r| r.into())
+                    .collect::<Vec<Fr>>(),
+                path: f.inclusion_proof.as_options().into(),
+            })
+        };
+        let columns = &p.replica_column_proofs;
+        Ok(Self {
+            data_leaf: p.comm_d_proofs.leaf().into(),
+            // The challenged node is the leaf tree D's path opens.
+            node: p.comm_d_proofs.path_index() as u64,
+            comm_d_path: p.comm_d_proofs.as_options().into(),
+            comm_r_last_path: p.comm_r_last_proof.as_options().into(),
+            comm_c_path: fields_of(&columns.c_x)?.inclusion_proof.as_options().into(),
+            drg: columns
+                .drg_parents
+                .iter()
+                .map(opening)
+                .collect::<Result<_, _>>()?,
+            exp: columns
+                .exp_parents
+                .iter()
+                .map(opening)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// The prelude's values every challenge uses.
+struct Shared {
+    replica_id_bits: Vec<Boolean>,
+    comm_d: AllocatedNum<Fr>,
+    comm_c: AllocatedNum<Fr>,
+    comm_r_last: AllocatedNum<Fr>,
+}
+
+fn alloc<CS: ConstraintSystem<Fr>>(
+    cs: CS,
+    v: Option<Fr>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    AllocatedNum::alloc(cs, || v.ok_or(SynthesisError::AssignmentMissing))
+}
+
+/// `StackedCircuit::synthesize` up to its first challenge.
+fn prelude<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
+    first: &VanillaProof<Tree, G>,
+) -> Result<Shared, SynthesisError> {
+    let tau = pub_in.tau.as_ref();
+    let replica_id = alloc(
+        cs.namespace(|| "replica_id"),
+        Some(pub_in.replica_id.into()),
+    )?;
+    replica_id.inputize(cs.namespace(|| "replica_id_input"))?;
+    let replica_id_bits =
+        reverse_bit_numbering(replica_id.to_bits_le(cs.namespace(|| "replica_id_bits"))?);
+    let comm_d = alloc(cs.namespace(|| "comm_d"), tau.map(|t| t.comm_d.into()))?;
+    comm_d.inputize(cs.namespace(|| "comm_d_input"))?;
+    let comm_r = alloc(cs.namespace(|| "comm_r"), tau.map(|t| t.comm_r.into()))?;
+    comm_r.inputize(cs.namespace(|| "comm_r_input"))?;
+    let comm_r_last = alloc(
+        cs.namespace(|| "comm_r_last"),
+        Some(first.comm_r_last().into()),
+    )?;
+    let comm_c = alloc(cs.namespace(|| "comm_c"), Some(first.comm_c().into()))?;
+    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(
+        cs.namespace(|| "H_comm_c_comm_r_last"),
+        &comm_c,
+        &comm_r_last,
+    )?;
+    constraint::equal(cs, || "comm_r = H(comm_c || comm_r_last)", &comm_r, &hash);
+    Ok(Shared {
+        replica_id_bits,
+        comm_d,
+        comm_c,
+        comm_r_last,
+    })
+}
+
+/// The inclusion of `leaf` under `root` along `path`, as filecoin-proofs enforces it.
+fn inclusion<T: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    cs: CS,
+    path: &TreePath<T>,
+    root: &AllocatedNum<Fr>,
+    leaf: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError>
+where
+    T::Hasher: 'static,
+{
+    type Wrapper<T> = MerkleTreeWrapper<
+        <T as MerkleTreeTrait>::Hasher,
+        DiskStore<<<T as MerkleTreeTrait>::Hasher as Hasher>::Domain>,
+        <T as MerkleTreeTrait>::Arity,
+        <T as MerkleTreeTrait>::SubTreeArity,
+        <T as MerkleTreeTrait>::TopTreeArity,
+    >;
+    PoRCircuit::<Wrapper<T>>::synthesize(
+        cs,
+        Root::from_allocated::<CS>(leaf.clone()),
+        path.clone(),
+        Root::from_allocated::<CS>(root.clone()),
+        true,
+    )
+}
+
+/// The column hash (Poseidon over the column's rows).
+fn column_hash<CS: ConstraintSystem<Fr>>(
+    cs: CS,
+    rows: &[AllocatedNum<Fr>],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    use neptune::circuit::poseidon_hash;
+    match rows.len() {
+        2 => poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_2),
+        11 => poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_11),
+        n => Err(SynthesisError::IoError(std::io::Error::other(format!(
+            "a PoRep column of {n} layers (filecoin-proofs hashes 2 or 11)"
+        )))),
+    }
+}
+
+/// Part 1: the data leaf and its inclusion in tree D.
+fn data_leaf<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    c: &Challenge<Tree>,
+    s: &Shared,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let leaf = alloc(cs.namespace(|| "data_leaf"), Some(c.data_leaf))?;
+    inclusion::<BinaryMerkleTree<G>, _>(
+        cs.namespace(|| "comm_d_inclusion"),
+        &c.comm_d_path,
+        &s.comm_d,
+        &leaf,
+    )?;
+    Ok(leaf)
+}
+
+/// The parent columns (drg, then expander) and the challenged node.
+struct Parents {
+    drg: Vec<Vec<AllocatedNum<Fr>>>,
+    exp: Vec<Vec<AllocatedNum<Fr>>>,
+    node: UInt64,
+}
+
+/// Part 2: each parent column allocated, hashed and its hash included in
+/// tree C; then the challenged node, a public input.
+fn parents<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    c: &Challenge<Tree>,
+    s: &Shared,
+) -> Result<Parents, SynthesisError>
+where
+    Tree::Hasher: 'static,
+{
+    let mut open = |o: &Opening<Tree>| -> Result<Vec<AllocatedNum<Fr>>, SynthesisError> {
+        let rows = o
+            .rows
+            .iter()
+            .map(|&r| alloc(cs.namespace(|| "column_row"), Some(r)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hash = column_hash(cs.namespace(|| "column_hash"), &rows)?;
+        inclusion::<Tree, _>(
+            cs.namespace(|| "column_inclusion"),
+            &o.path,
+            &s.comm_c,
+            &hash,
+        )?;
+        Ok(rows)
+    };
+    let drg = c.drg.iter().map(&mut open).collect::<Result<Vec<_>, _>>()?;
+    let exp = c.exp.iter().map(&mut open).collect::<Result<Vec<_>, _>>()?;
+    let node = UInt64::alloc(cs.namespace(|| "challenge"), Some(c.node))?;
+    node.pack_into_input(cs.namespace(|| "challenge input"))?;
+    Ok(Parents { drg, exp, node })
+}
+
+/// A label part: layer `layer`'s label from its parents' bits.
+fn label<CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    layer: usize,
+    p: &Parents,
+    s: &Shared,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let mut parents = Vec::with_capacity(p.drg.len() + p.exp.len());
+    let mut bits = |num: &AllocatedNum<Fr>| -> Result<(), SynthesisError> {
+        let b = num.to_bits_le(cs.namespace(|| "parent_bits"))?;
+        parents.push(reverse_bit_numbering(b));
+        Ok(())
+    };
+    for col in &p.drg {
+        bits(&col[layer - 1])?;
+    }
+    // Expander parents hold no value for the first layer.
+    if layer > 1 {
+        for col in &p.exp {
+            bits(&col[layer - 2])?;
+        }
+    }
+    // The 37 parents the labeling hash takes, as filecoin-proofs repeats them.
+    let mut expanded = parents.clone();
+    if layer > 1 {
+        expanded.extend_from_slice(&parents);
+        expanded.extend_from_slice(&parents[..9]);
+    } else {
+        for _ in 0..5 {
+            expanded.extend_from_slice(&parents);
+        }
+        expanded.push(parents[0].clone());
+    }
+    create_label_circuit(
+        cs.namespace(|| "create_label"),
+        &s.replica_id_bits,
+        expanded,
+        UInt32::constant(layer as u32),
+        p.node.clone(),
+    )
+}
+
+/// The last part: the encoded node's inclusion in tree R, and the column of
+/// labels' hash in tree C.
+fn encoding<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    c: &Challenge<Tree>,
+    s: &Shared,
+    leaf: &AllocatedNum<Fr>,
+    labels: &[AllocatedNum<Fr>],
+) -> Result<(), SynthesisError>
+where
+    Tree::Hasher: 'static,
+{
+    let key = labels.last().ok_or(SynthesisError::Unsatisfiable)?;
+    let encoded = encode(cs.namespace(|| "encode_node"), key, leaf)?;
+    inclusion::<Tree, _>(
+        cs.namespace(|| "comm_r_last_data_inclusion"),
+        &c.comm_r_last_path,
+        &s.comm_r_last,
+        &encoded,
+    )?;
+    let hash = column_hash(cs.namespace(|| "c_x_column_hash"), labels)?;
+    inclusion::<Tree, _>(
+        cs.namespace(|| "c_x_inclusion"),
+        &c.comm_c_path,
+        &s.comm_c,
+        &hash,
+    )
+}
+
+/// Parts per challenge of `layers` layers.
+fn parts_per_challenge(layers: usize) -> usize {
+    layers + 3
+}
+
+/// One challenge into its parts: the data leaf beside everything else; the
+/// labels in parallel once the parent columns are allocated; the encoding last.
+fn challenge<Tree, P>(
+    c: &Challenge<Tree>,
+    s: &Shared,
+    parts: &mut [P],
+) -> Result<(), SynthesisError>
+where
+    Tree: MerkleTreeTrait,
+    Tree::Hasher: 'static,
+    P: ConstraintSystem<Fr> + Send,
+{
+    let layers = c.drg.first().map_or(0, |o| o.rows.len());
+    let [leaf_part, parents_part, rest @ ..] = parts else {
+        return Err(SynthesisError::Unsatisfiable);
+    };
+    let (label_parts, last) = rest.split_at_mut(layers);
+    let [last] = last else {
+        return Err(SynthesisError::Unsatisfiable);
+    };
+    let (leaf, labels) = rayon::join(
+        || data_leaf(&mut *leaf_part, c, s),
+        || {
+            let p = parents(&mut *parents_part, c, s)?;
+            label_parts
+                .par_iter_mut()
+                .enumerate()
+                .map(|(i, cs)| label(cs, i + 1, &p, s))
+                .collect::<Result<Vec<_>, _>>()
+        },
+    );
+    encoding(last, c, s, &leaf?, &labels?)
+}
+
+/// Every challenge into its parts (`parts_per_challenge` each, in order).
+fn run<Tree, P>(cs: &[Challenge<Tree>], s: &Shared, parts: &mut [P]) -> Result<(), SynthesisError>
+where
+    Tree: MerkleTreeTrait,
+    Tree::Hasher: 'static,
+    P: ConstraintSystem<Fr> + Send,
+{
+    let per = parts.len() / cs.len().max(1);
+    parts
+        .par_chunks_mut(per.max(1))
+        .zip(cs)
+        .try_for_each(|(parts, c)| challenge(c, s, parts))
+}
+
+/// Part sizes learned per partition shape (tree type, nodes, layers): the
+/// first partition of a shape synthesizes into growable parts, later ones
+/// straight into their windows of the arena.
+fn known_sizes() -> &'static Mutex<HashMap<(TypeId, usize, usize), Vec<PartSize>>> {
+    static SIZES: OnceLock<Mutex<HashMap<(TypeId, usize, usize), Vec<PartSize>>>> = OnceLock::new();
+    SIZES.get_or_init(Default::default)
+}
+
+/// A partition's witness: the prelude here, the challenges' parts in parallel.
+pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
+    cs: &mut WitnessCs<'_>,
+    pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
+    nodes: usize,
+    proofs: &[VanillaProof<Tree, G>],
+) -> Result<(), SynthesisError> {
+    let first = proofs.first().ok_or(SynthesisError::Unsatisfiable)?;
+    let shared = prelude(&mut *cs, pub_in, first)?;
+    let challenges = proofs
+        .par_iter()
+        .map(Challenge::of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let layers = challenges[0].drg.first().map_or(0, |o| o.rows.len());
+    let per = parts_per_challenge(layers);
+    let key = (TypeId::of::<Tree>(), nodes, layers);
+    let known = known_sizes()
+        .lock()
+        .expect("not poisoned")
+        .get(&key)
+        .cloned();
+    match known {
+        Some(one) => {
+            let sizes = one.repeat(challenges.len());
+            let done = {
+                let mut windows = cs.windows(&sizes).ok_or(SynthesisError::Unsatisfiable)?;
+                run(&challenges, &shared, &mut windows)?;
+                windows.into_iter().map(WitnessCs::done).collect()
+            };
+            cs.absorb(done, &sizes)
+        }
+        None => {
+            let mut parts: Vec<WitnessPart> = (0..per * challenges.len())
+                .map(|_| WitnessPart::default())
+                .collect();
+            run(&challenges, &shared, &mut parts)?;
+            cs.append(&parts)?;
+            let sizes: Vec<PartSize> = parts.iter().map(WitnessPart::size).collect();
+            // Every challenge has the same parts; learn them only if so.
+            if sizes.chunks(per).all(|c| c == &sizes[..per]) {
+                let one = sizes[..per].to_vec();
+                known_sizes().lock().expect("not poisoned").insert(key, one);
+            }
+            Ok(())
+        }
+    }
+}
