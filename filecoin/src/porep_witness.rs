@@ -411,6 +411,9 @@ where
         .try_for_each(|(parts, c)| challenge(c, s, parts))
 }
 
+/// A partition shape: tree type, nodes, layers.
+type ShapeKey = (TypeId, usize, usize);
+
 /// Part sizes learned per partition shape (tree type, nodes, layers): the
 /// first partition of a shape synthesizes into growable parts, later ones
 /// straight into their windows of the arena.
