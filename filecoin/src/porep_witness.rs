@@ -414,11 +414,11 @@ where
 /// A partition shape: tree type, nodes, layers.
 type ShapeKey = (TypeId, usize, usize);
 
-/// Part sizes learned per partition shape (tree type, nodes, layers): the
+/// Part sizes learned per partition shape: the
 /// first partition of a shape synthesizes into growable parts, later ones
 /// straight into their windows of the arena.
-fn known_sizes() -> &'static Mutex<HashMap<(TypeId, usize, usize), Vec<PartSize>>> {
-    static SIZES: OnceLock<Mutex<HashMap<(TypeId, usize, usize), Vec<PartSize>>>> = OnceLock::new();
+fn known_sizes() -> &'static Mutex<HashMap<ShapeKey, Vec<PartSize>>> {
+    static SIZES: OnceLock<Mutex<HashMap<ShapeKey, Vec<PartSize>>>> = OnceLock::new();
     SIZES.get_or_init(Default::default)
 }
 
