@@ -136,7 +136,11 @@ pub fn measure(
     let count_s = started.elapsed().as_secs_f64();
     let srs = shape.srs;
     let layout = PartitionLayout::new(srs);
-    let pool = ArenaPool::new(1, layout.bytes.max(1 << 20), None);
+    // Page-locked where a GPU will read it, as the engine's arenas are.
+    let locker: Option<Arc<dyn cuzk_engine::PageLocker>> = cuzk_gpu::device::usable_device()
+        .is_ok()
+        .then(|| Arc::new(cuzk_gpu::cuda::CudaPageLocker) as Arc<dyn cuzk_engine::PageLocker>);
+    let pool = ArenaPool::new(1, layout.bytes.max(1 << 20), locker);
     let mut arena = pool.try_acquire().expect("a new pool has a free arena");
     arena.ensure_capacity(layout.bytes)?;
     let slices = |arena: &mut cuzk_engine::ArenaLease| -> CsSlices<'static> {
