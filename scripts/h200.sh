@@ -9,6 +9,7 @@
 #   scripts/h200.sh synth32    (synthesis of a 32 GiB-shaped PoRep partition, full vs pre-compiled)
 #   scripts/h200.sh variants   (the four interlock variants, chain and sha256 2^20 x 10, 3 reps, waterfalls)
 #   scripts/h200.sh selfverify (chain 2^20 x 10 with and without self-verification, interleaved)
+#   scripts/h200.sh chain-locks (chain 2^20 x 10 with tables: single_lock vs two_lock, waterfalls and TIMELINEs)
 #   scripts/h200.sh msm        (fixed-base MSM tests against blst, cuzk vs sppark msm_t at each size, chain with tables on/off)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
@@ -73,7 +74,25 @@ fil)
       -c 8 -j 3 --waterfall "$out/wf/porep" 2>&1 | tail -14
   ;;
 synth32)
-  "$bin/cuzk" fil synth --sector-size 16KiB --layers 11 --challenges 18 --json "$out/synth32.json" 2>&1 | tail -11
+  # Full synthesis takes minutes at this size and is measured once per
+  # change of the full path: SYNTH32_ARGS="--reps 1" includes it.
+  "$bin/cuzk" fil synth --sector-size 16KiB --layers 11 --challenges 18 ${SYNTH32_ARGS:---no-full --reps 3} \
+      --json "$out/synth32.json" 2>&1 | tail -14
+  ;;
+chain-locks)
+  # chain 2^20 x 10 with MSM tables: single_lock against two_lock (staging
+  # under its own lock, overlapping the previous partition's compute),
+  # interleaved; then each with its waterfall and TIMELINE.
+  setup chain 20
+  for r in 1 2; do for v in single_lock two_lock; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+        --partitions 10 -c 10 -j 3 2>&1 | grep -E "throughput|verified" | sed "s/^/$v: /"
+  done; done
+  for v in single_lock two_lock; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+        --partitions 10 -c 4 -j 3 --timeline "$out/timeline-chain-$v.log" --waterfall "$out/wf/chain-$v" 2>&1 \
+        | grep -E "throughput|GPU utilisation|verdict|GPU |upload|msm|ntt" | sed "s/^/$v: /"
+  done
   ;;
 variants)
   for w in chain sha256; do

@@ -39,6 +39,9 @@ pub struct SynthReport {
     pub record_s: f64,
     /// Witness-only synthesis (median).
     pub witness_s: f64,
+    /// Each repetition's witness-only synthesis, in order (the first of a
+    /// circuit that learns its parts' sizes, PoRep's, differs).
+    pub witness_each_s: Vec<f64>,
     /// A·z, B·z, C·z and the a·b = c check (median).
     pub evaluate_s: f64,
     /// The same on the GPU, when one was usable.
@@ -73,7 +76,7 @@ impl SynthReport {
              counting pass              {:>9.3} s\n\
              full synthesis             {:>9.3} s\n\
              recording (once)           {:>9.3} s\n\
-             witness-only synthesis     {:>9.3} s\n\
+             witness-only synthesis     {:>9.3} s  (each: {})\n\
              A·z, B·z, C·z and check    {:>9.3} s\n\
              pre-compiled total         {:>9.3} s  ({:.3}x full synthesis)\n",
             self.constraints,
@@ -88,6 +91,11 @@ impl SynthReport {
             self.full_s,
             self.record_s,
             self.witness_s,
+            self.witness_each_s
+                .iter()
+                .map(|s| format!("{s:.3}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             self.evaluate_s,
             self.pce_s(),
             self.pce_s() / self.full_s
@@ -206,6 +214,7 @@ pub fn measure(
             median(full_t)
         },
         record_s,
+        witness_each_s: witness_t.iter().map(Duration::as_secs_f64).collect(),
         witness_s: median(witness_t),
         evaluate_s: median(eval_t),
         device,

@@ -104,14 +104,15 @@ impl GpuContext {
         let n = layout.shape.inputs + layout.shape.aux;
         // Each arena region is taken once.
         let z = view.take(layout.z);
-        bufs.z.copy_in(stream, z)?;
         let host_plan = w.plan;
-        match host_plan {
-            Some(plan) => {
-                let upload = |lists: &DeviceLists,
-                              regions: QueryRegions,
-                              q: &QueryPlan|
-                 -> anyhow::Result<()> {
+        // The assignment and the host's lists, timed on the stream.
+        spans.time_on(stream, "upload", || {
+            bufs.z.copy_in(stream, z)?;
+            let Some(plan) = host_plan else {
+                return Ok(());
+            };
+            let upload =
+                |lists: &DeviceLists, regions: QueryRegions, q: &QueryPlan| -> anyhow::Result<()> {
                     lists
                         .ones
                         .copy_in(stream, &view.take(regions.ones)[..q.ones])?;
@@ -123,12 +124,13 @@ impl GpuContext {
                         .copy_in(stream, &view.take(regions.sig_scalar)[..q.significant])?;
                     Ok(())
                 };
-                upload(&bufs.lists[0], layout.l, &plan.l)?;
-                upload(&bufs.lists[1], layout.a_query, &plan.a)?;
-                upload(&bufs.lists[2], layout.b_query, &plan.b)?;
-            }
+            upload(&bufs.lists[0], layout.l, &plan.l)?;
+            upload(&bufs.lists[1], layout.a_query, &plan.a)?;
+            upload(&bufs.lists[2], layout.b_query, &plan.b)
+        })?;
+        if host_plan.is_none() {
             // The MSMs read the canonical form; the arena keeps Montgomery's.
-            None => ops::to_canonical(stream, &bufs.z, n)?,
+            ops::to_canonical(stream, &bufs.z, n)?;
         }
         let abc = [layout.a, layout.b, layout.c].map(|r| view.take(r));
         match &w.deferred_abc {
@@ -142,12 +144,12 @@ impl GpuContext {
                     spans.0.push(("pce_eval", start, end));
                 }
             }
-            None => {
+            None => spans.time_on(stream, "upload_abc", || {
                 let [a, b, c] = abc;
                 bufs.a.copy_in(stream, a)?;
                 bufs.b.copy_in(stream, b)?;
-                bufs.c.copy_in(stream, c)?;
-            }
+                Ok(bufs.c.copy_in(stream, c)?)
+            })?,
         }
         if host_plan.is_none() {
             let plan = spans.time("prep", || prepare_on_device(stream, bufs, &layout, &view))?;
