@@ -24,6 +24,31 @@ pub fn from_log(text: &str, min_gap_ms: f64) -> Waterfall {
     Waterfall { timeline, summary }
 }
 
+/// Orders lane names as people read them: runs of digits by value, so
+/// `SYNTH w2` comes before `SYNTH w10`.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> Vec<(bool, u64, &str)> {
+        let mut out = Vec::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            let digit = c.is_ascii_digit();
+            let end = rest
+                .find(|ch: char| ch.is_ascii_digit() != digit)
+                .unwrap_or(rest.len());
+            let (head, tail) = rest.split_at(end);
+            let value = if digit {
+                head.parse().unwrap_or(u64::MAX)
+            } else {
+                0
+            };
+            out.push((digit, value, head));
+            rest = tail;
+        }
+        out
+    }
+    chunks(a).cmp(&chunks(b))
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -51,5 +76,35 @@ impl Waterfall {
         std::fs::write(&svg_path, &svg)?;
         std::fs::write(&html_path, html(&svg, &self.summary, title))?;
         Ok((svg_path, html_path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_order;
+
+    #[test]
+    fn lanes_sort_by_the_numbers_in_their_names() {
+        let mut lanes = vec![
+            "SYNTH w10",
+            "SYNTH w2",
+            "SYNTH w1",
+            "PREP w0",
+            "SYNTH w11",
+            "SYNTH w0",
+        ];
+        lanes.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(
+            lanes,
+            [
+                "PREP w0",
+                "SYNTH w0",
+                "SYNTH w1",
+                "SYNTH w2",
+                "SYNTH w10",
+                "SYNTH w11"
+            ]
+        );
+        assert!(natural_order("gpu d0 w1 #2", "gpu d0 w1 #10").is_lt());
     }
 }

@@ -106,7 +106,7 @@ fn lanes(bars: &[Bar]) -> (Vec<String>, Vec<usize>) {
         packed[i] = (key.0, name);
     }
     let mut names: Vec<(usize, String)> = packed.clone();
-    names.sort();
+    names.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| super::natural_order(&a.1, &b.1)));
     names.dedup();
     let index: BTreeMap<&(usize, String), usize> =
         names.iter().enumerate().map(|(i, n)| (n, i)).collect();
