@@ -52,6 +52,9 @@ pub struct BenchReport {
     /// GPU busy time over wall time, from the run's timeline when one was recorded.
     #[serde(default)]
     pub gpu_utilisation: Option<f64>,
+    /// Proofs proved (and verified) before the measured ones, not counted.
+    #[serde(default)]
+    pub warmup: usize,
 }
 
 /// The job of proof number `index`: partitions with their own witnesses.
@@ -223,6 +226,7 @@ pub async fn run(
         peak_rss_bytes: peak_rss_bytes().unwrap_or(0),
         verified,
         gpu_utilisation: None,
+        warmup: 0,
     })
 }
 
@@ -240,8 +244,14 @@ impl BenchReport {
             self.backend
         );
         out.push_str(&format!(
-            "throughput: {:.3} s/proof ({} proofs in {:.3} s)\n",
-            self.s_per_proof, self.proofs, self.wall_s
+            "throughput: {:.3} s/proof ({} proofs in {:.3} s{})\n",
+            self.s_per_proof,
+            self.proofs,
+            self.wall_s,
+            match self.warmup {
+                0 => String::new(),
+                n => format!(", after {n} warm-up proof{}", if n == 1 { "" } else { "s" }),
+            }
         ));
         out.push_str(&format!(
             "latency:    p50 {:.3} s, p95 {:.3} s, max {:.3} s\n",

@@ -129,6 +129,48 @@ fn bench_reports_throughput_latency_and_stages() {
 }
 
 #[test]
+fn bench_warmup_proofs_are_proved_but_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let out = cuzk()
+        .args([
+            "bench",
+            "--quiet",
+            "--log-size",
+            "10",
+            "--partitions",
+            "2",
+            "-c",
+            "1",
+            "-j",
+            "1",
+            "--warmup",
+            "2",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("(1 proofs in"), "{stdout}");
+    assert!(stdout.contains("after 2 warm-up proofs"), "{stdout}");
+    let report: cuzk::bench::BenchReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!((report.proofs, report.verified, report.warmup), (1, 1, 2));
+    // Only the measured proof's two partitions are in the stage figures.
+    assert!(
+        report.stages.iter().all(|s| s.count == 2),
+        "{:?}",
+        report.stages
+    );
+}
+
+#[test]
 fn compare_produces_a_row_per_config() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.toml", "[pipeline]\nvariant = \"serial\"\n");

@@ -33,6 +33,10 @@ pub struct WorkloadArgs {
     /// Seed the witnesses are drawn from.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Proofs proved and verified first, not counted: the SRS resident, MSM
+    /// tables built and recordings made, as in a daemon that has been up a while.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
     /// A parameter file to use instead of the cache.
     #[arg(long)]
     pub params: Option<PathBuf>,
@@ -183,14 +187,29 @@ fn run_daemon(addr: &str, args: &Args) -> anyhow::Result<ExitCode> {
         cuzk::daemon::proto::Priority::Unspecified,
     )?;
     let tag = std::process::id();
-    let make = move |i: usize| {
-        let mut r = template.clone();
-        r.request_id = format!("bench-{tag}-{i}");
-        r
+    let maker = |phase: &'static str| {
+        let template = template.clone();
+        move |i: usize| {
+            let mut r = template.clone();
+            r.request_id = format!("bench-{tag}-{phase}{i}");
+            r
+        }
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if let w @ 1.. = args.run.warmup {
+        let clients = args.run.in_flight.min(w);
+        rt.block_on(cuzk::daemon::client::load(
+            addr,
+            args.token.as_deref(),
+            maker("warm-"),
+            w,
+            clients,
+        ))
+        .context("the warm-up proofs")?;
+    }
+    let make = maker("");
     let report = rt.block_on(cuzk::daemon::client::load(
         addr,
         args.token.as_deref(),
@@ -266,6 +285,24 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
             .expect("a valid template")
             .progress_chars("=> "),
     );
+    if args.run.warmup > 0 {
+        let w = args.run.warmup;
+        let warm = rt
+            .block_on(run_bench(
+                &engine,
+                source.as_ref(),
+                w,
+                spec.in_flight.min(w),
+                |_| {},
+            ))
+            .context("the warm-up proofs")?;
+        anyhow::ensure!(
+            warm.verified == warm.proofs,
+            "{} of {} warm-up proofs did not verify",
+            warm.proofs - warm.verified,
+            warm.proofs
+        );
+    }
     let mut report = rt.block_on(run_bench(
         &engine,
         source.as_ref(),
@@ -274,6 +311,7 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
         |done| bar.set_position(done as u64),
     ))?;
     bar.finish_and_clear();
+    report.warmup = args.run.warmup;
     rt.block_on(engine.shutdown());
     drop(engine);
     if let Some(path) = &timeline {

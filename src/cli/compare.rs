@@ -134,6 +134,8 @@ fn bench_once(entry: &Entry, args: &WorkloadArgs, out: &Path) -> anyhow::Result<
         &args.proofs.to_string(),
         "-j",
         &args.in_flight.to_string(),
+        "--warmup",
+        &args.warmup.to_string(),
     ]);
     let output = cmd.output().context("running cuzk bench")?;
     anyhow::ensure!(
