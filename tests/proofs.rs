@@ -52,6 +52,27 @@ async fn prove_and_verify(engine: &Engine, workload: Workload, log_size: u32, pa
             .find(|t| &*t.node == "gpu_ntt_msm")
             .and_then(|t| t.note("backend"));
         assert_eq!(backend, Some("cpu"));
+        // prep_msm sums each tail of at most HOST_TAIL_TERMS terms itself
+        // (L, A, and B twice: G1 and G2), exactly those its plan notes.
+        let prep = p.timings.iter().find(|t| &*t.node == "prep_msm").unwrap();
+        let small = |q: &str| {
+            let note = prep.note(q).unwrap();
+            let count = |k: &str| -> usize {
+                let at = note.find(k).unwrap() + k.len();
+                note[at..]
+                    .split([',', ';'])
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            usize::from(count("ones=") + count("sig=") <= cuzk::stages::prep::HOST_TAIL_TERMS)
+        };
+        let expected = small("l") + small("a") + 2 * small("b");
+        assert_eq!(prep.note("host_tails"), Some(expected.to_string().as_str()));
+        if workload == Workload::Chain {
+            assert_eq!(expected, 4, "chain's tails are its few inputs");
+        }
     }
     // Distinct witnesses and fresh randomness give distinct proofs.
     if partitions > 1 {

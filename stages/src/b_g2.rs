@@ -24,6 +24,7 @@ impl Stage<PartitionWork> for CpuBG2Msm {
             &bq,
             z,
             layout.shape.inputs,
+            plan.host_tails.b_g2,
         ));
         cx.note("backend", "cpu");
         cx.note("points", srs.b_g2.len());

@@ -45,9 +45,10 @@ impl Stage<PartitionWork> for CpuNttMsm {
             bases: g1_raw(&srs.h),
             scalars: as_bytes(h_coeffs),
         });
-        let l = query_msm::<G1>(g1_raw(&srs.l), &plan.l, &l, z, ni);
-        let a = query_msm::<G1>(g1_raw(&srs.a), &plan.a, &aq, z, ni);
-        let b_g1 = query_msm::<G1>(g1_raw(&srs.b_g1), &plan.b, &bq, z, ni);
+        let tails = plan.host_tails;
+        let l = query_msm::<G1>(g1_raw(&srs.l), &plan.l, &l, z, ni, tails.l);
+        let a = query_msm::<G1>(g1_raw(&srs.a), &plan.a, &aq, z, ni, tails.a);
+        let b_g1 = query_msm::<G1>(g1_raw(&srs.b_g1), &plan.b, &bq, z, ni, tails.b_g1);
         w.g1 = Some(G1Results { h, l, a, b_g1 });
         cx.note("backend", "cpu");
         cx.note(

@@ -108,6 +108,19 @@ pub struct MsmPlan {
     /// Whether the index lists (and the canonical assignment) are in the
     /// host arena: prep_msm's; a plan made on the device leaves them there.
     pub on_host: bool,
+    /// Tails (significant terms and ones) small enough that prep_msm summed
+    /// them on the host; the device MSMs skip them.
+    pub host_tails: HostTails,
+}
+
+/// Each query's tail summed on the host, where prep_msm found it small
+/// (see [`crate::prep::HOST_TAIL_TERMS`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostTails {
+    pub l: Option<G1Projective>,
+    pub a: Option<G1Projective>,
+    pub b_g1: Option<G1Projective>,
+    pub b_g2: Option<G2Projective>,
 }
 
 /// The G1 results of gpu_ntt_msm.

@@ -8,11 +8,22 @@ use cuzk_engine::{Stage, StageContext};
 use ff::Field;
 
 use crate::cs::{bit, popcount};
-use crate::partition::{MsmPlan, PartitionWork, QueryPlan};
+use group::Group;
+use group::prime::PrimeCurveAffine;
+
+use crate::partition::{HostTails, MsmPlan, PartitionWork, QueryPlan};
+use crate::query::PackedQuery;
 use crate::scalars::{as_scalars, to_canonical};
 
 /// Aux terms form one dense MSM when at least this share is significant.
 const DENSE_SHARE: f64 = 0.5;
+
+/// A query tail (significant terms plus ones) of at most this many terms is
+/// summed here on the host: a device MSM has a fixed cost of milliseconds
+/// (allocation, a device-wide synchronisation), a few scalar
+/// multiplications on the host take microseconds (a circuit's few public
+/// inputs, in every A query).
+pub const HOST_TAIL_TERMS: usize = 8;
 
 pub struct PrepMsm;
 
@@ -21,6 +32,17 @@ struct Lists<'a> {
     ones: &'a mut [u32],
     sig_base: &'a mut [u32],
     sig_scalar: &'a mut [u32],
+}
+
+impl Lists<'_> {
+    /// The lists cut to what `q` packed into them.
+    fn packed(&self, q: &QueryPlan) -> PackedQuery<'_> {
+        PackedQuery {
+            ones: &self.ones[..q.ones],
+            sig_base: &self.sig_base[..q.significant],
+            sig_scalar: &self.sig_scalar[..q.significant],
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,7 +71,7 @@ fn plan_query(
     inputs: impl Iterator<Item = (usize, usize)>,
     aux_density: Option<&[u64]>,
     aux_base: usize,
-    lists: Lists<'_>,
+    lists: &mut Lists<'_>,
 ) -> QueryPlan {
     let aux = &z[n_inputs..];
     let full = aux_density.is_none_or(|d| popcount(d) == aux.len());
@@ -113,9 +135,14 @@ pub fn prepare(w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Resu
         sig_scalar: view.take(q.sig_scalar),
     };
     let z = as_scalars(z_limbs);
+    let (mut l_lists, mut a_lists, mut b_lists) = (
+        lists(layout.l),
+        lists(layout.a_query),
+        lists(layout.b_query),
+    );
     let plan = MsmPlan {
         // L: every aux variable, in order.
-        l: plan_query(z, ni, std::iter::empty(), None, 0, lists(layout.l)),
+        l: plan_query(z, ni, std::iter::empty(), None, 0, &mut l_lists),
         // A: every input (full density), then aux used in A.
         a: plan_query(
             z,
@@ -123,7 +150,7 @@ pub fn prepare(w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Resu
             (0..ni).map(|i| (i, i)),
             Some(a_density),
             ni,
-            lists(layout.a_query),
+            &mut a_lists,
         ),
         // B: inputs used in B, then aux used in B.
         b: {
@@ -135,15 +162,60 @@ pub fn prepare(w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Resu
                 used.into_iter().enumerate(),
                 Some(b_aux_density),
                 n_used,
-                lists(layout.b_query),
+                &mut b_lists,
             )
         },
         on_host: true,
+        host_tails: HostTails::default(),
+    };
+    let mut plan = plan;
+    let srs = &w.srs;
+    let (l, a, b) = (
+        l_lists.packed(&plan.l),
+        a_lists.packed(&plan.a),
+        b_lists.packed(&plan.b),
+    );
+    plan.host_tails = HostTails {
+        l: host_tail(&srs.l, z, &plan.l, &l),
+        a: host_tail(&srs.a, z, &plan.a, &a),
+        b_g1: host_tail(&srs.b_g1, z, &plan.b, &b),
+        b_g2: host_tail(&srs.b_g2, z, &plan.b, &b),
     };
     to_canonical(z_limbs);
     note_plan(cx, &plan);
+    let t = plan.host_tails;
+    let on_host = [
+        t.l.is_some(),
+        t.a.is_some(),
+        t.b_g1.is_some(),
+        t.b_g2.is_some(),
+    ];
+    cx.note("host_tails", on_host.iter().filter(|&&h| h).count());
     w.plan = Some(plan);
     Ok(())
+}
+
+/// A query's tail (significant terms and ones) on the host, if it has at
+/// most [`HOST_TAIL_TERMS`] terms; `z` is the Montgomery assignment.
+fn host_tail<A>(
+    bases: &[A],
+    z: &[Scalar],
+    q: &QueryPlan,
+    lists: &PackedQuery<'_>,
+) -> Option<A::Curve>
+where
+    A: PrimeCurveAffine<Scalar = Scalar>,
+{
+    if q.significant + q.ones > HOST_TAIL_TERMS {
+        return None;
+    }
+    let sig = lists
+        .sig_base
+        .iter()
+        .zip(lists.sig_scalar)
+        .map(|(&b, &s)| bases[b as usize] * z[s as usize]);
+    let ones = lists.ones.iter().map(|&b| bases[b as usize].to_curve());
+    Some(sig.chain(ones).fold(A::Curve::identity(), |acc, p| acc + p))
 }
 
 /// Notes each query's packing in the stage's timing.

@@ -27,20 +27,36 @@ impl<'a> PackedQuery<'a> {
 }
 
 /// `sum(base * scalar)` over one query. `z` is the canonical assignment
-/// (inputs, then aux); `n_inputs` says where aux starts.
+/// (inputs, then aux); `n_inputs` says where aux starts; `host_tail` is the
+/// tail prep_msm already summed, if it did.
 pub fn query_msm<C>(
     bases: &[C::Affine],
     plan: &QueryPlan,
     packed: &PackedQuery<'_>,
     z: &[ScalarBytes],
     n_inputs: usize,
+    host_tail: Option<C::Projective>,
 ) -> C::Projective
 where
     C: Curve,
     C::Projective: Add<Output = C::Projective>,
 {
     let aux = &z[n_inputs..];
-    let (dense, (tail, ones)) = rayon::join(
+    let tail = || {
+        let (sig, ones) = rayon::join(
+            || {
+                msm::<C>(Terms::Gathered {
+                    bases,
+                    base_idx: packed.sig_base,
+                    scalars: z,
+                    scalar_idx: packed.sig_scalar,
+                })
+            },
+            || sum_gathered::<C>(bases, packed.ones),
+        );
+        sig + ones
+    };
+    let (dense, tail) = rayon::join(
         || match plan.dense_aux_base {
             Some(base) => msm::<C>(Terms::Dense {
                 bases: &bases[base..base + aux.len()],
@@ -51,19 +67,7 @@ where
                 scalars: &[],
             }),
         },
-        || {
-            rayon::join(
-                || {
-                    msm::<C>(Terms::Gathered {
-                        bases,
-                        base_idx: packed.sig_base,
-                        scalars: z,
-                        scalar_idx: packed.sig_scalar,
-                    })
-                },
-                || sum_gathered::<C>(bases, packed.ones),
-            )
-        },
+        || host_tail.unwrap_or_else(tail),
     );
-    dense + tail + ones
+    dense + tail
 }

@@ -204,7 +204,7 @@ impl GpuContext {
                 &mut on_tables,
             )?)
         })?;
-        let mut g1_query = |label, points, table: &Option<MsmTable>, plan, i: usize| {
+        let mut g1_query = |label, points, table: &Option<MsmTable>, plan, i: usize, tail| {
             spans.time_on(s, label, || {
                 query::<G1>(
                     s,
@@ -214,6 +214,7 @@ impl GpuContext {
                     &bufs.lists[i],
                     &bufs.z,
                     &shape,
+                    tail,
                 )
                 .map(|(p, k)| {
                     on_tables += k;
@@ -221,9 +222,10 @@ impl GpuContext {
                 })
             })
         };
-        let l = g1_query("msm_l", &srs.l, &t.l, &plan.l, 0)?;
-        let a = g1_query("msm_a", &srs.a, &t.a, &plan.a, 1)?;
-        let b_g1 = g1_query("msm_b_g1", &srs.b_g1, &t.b_g1, &plan.b, 2)?;
+        let tails = plan.host_tails;
+        let l = g1_query("msm_l", &srs.l, &t.l, &plan.l, 0, tails.l)?;
+        let a = g1_query("msm_a", &srs.a, &t.a, &plan.a, 1, tails.a)?;
+        let b_g1 = g1_query("msm_b_g1", &srs.b_g1, &t.b_g1, &plan.b, 2, tails.b_g1)?;
         Ok((G1Results { h, l, a, b_g1 }, on_tables))
     }
 }
@@ -285,12 +287,15 @@ fn prepare_on_device(
         a: plan_of(a, a_dense.then_some(ni)),
         b: plan_of(b, b_dense.then_some(used_inputs)),
         on_host: false,
+        host_tails: Default::default(),
     })
 }
 
 /// One query on the device: the dense aux part, the gathered tail of
 /// significant terms (both on the query's table when it pays) and the batch
-/// addition of ones; with how many MSMs ran on the table.
+/// addition of ones, unless prep_msm summed that tail on the host
+/// (`host_tail`); with how many MSMs ran on the table.
+#[allow(clippy::too_many_arguments)]
 fn query<C>(
     stream: &Stream,
     points: &DeviceBuffer,
@@ -299,6 +304,7 @@ fn query<C>(
     lists: &DeviceLists,
     z: &DeviceBuffer,
     shape: &SrsShape,
+    host_tail: Option<C::Projective>,
 ) -> anyhow::Result<(C::Projective, usize)>
 where
     C: FixedCurve,
@@ -317,6 +323,9 @@ where
         0
     };
     let dense = tables::msm::<C>(stream, points, table, dense, z, n, false, &mut on_tables)?;
+    if let Some(tail) = host_tail {
+        return Ok((dense + tail, on_tables));
+    }
     let gathered = FixedTerms::Gathered {
         base_idx: &lists.sig_base,
         scalar_idx: &lists.sig_scalar,
@@ -430,6 +439,7 @@ impl Stage<PartitionWork> for GpuBG2Msm {
                     &bufs.lists[2],
                     &bufs.z,
                     &layout.shape,
+                    plan.host_tails.b_g2,
                 )
             })
         })();
