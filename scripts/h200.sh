@@ -10,6 +10,7 @@
 #   scripts/h200.sh variants   (the four interlock variants, chain and sha256 2^20 x 10, 3 reps, waterfalls)
 #   scripts/h200.sh selfverify (chain 2^20 x 10 with and without self-verification, interleaved)
 #   scripts/h200.sh chain-locks (chain 2^20 x 10 with tables: single_lock vs two_lock, waterfalls and TIMELINEs)
+#   scripts/h200.sh steady     (chain 2^20 x 10 single_lock after a warm-up proof and without, TIMELINE; gpu_proofs)
 #   scripts/h200.sh msm        (fixed-base MSM tests against blst, cuzk vs sppark msm_t at each size, chain with tables on/off)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
@@ -111,6 +112,20 @@ selfverify)
     env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_ENGINE__SELF_VERIFY=$sv "$bin/cuzk" bench --quiet \
         --workload chain --log-size 20 --partitions 10 -c 10 -j 3 2>&1 | grep throughput | sed "s/^/self_verify=$sv: /"
   done; done
+  ;;
+steady)
+  # Steady state (--warmup 1: SRS resident, tables built): chain 2^20 x 10
+  # single_lock with and without the warm-up, interleaved, then one run with
+  # its TIMELINE; proofs under every variant (gpu_proofs).
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  setup chain 20
+  for r in 1 2; do for w in 1 0; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+        --partitions 10 -c 10 -j 3 --warmup $w 2>&1 | grep -E "throughput|verified" | sed "s/^/warmup=$w: /"
+  done; done
+  env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+      --partitions 10 -c 10 -j 3 --warmup 1 --timeline "$out/timeline-chain-steady.log" \
+      --waterfall "$out/wf/chain-steady" 2>&1 | grep -E "throughput|GPU utilisation|verdict"
   ;;
 msm)
   # Correctness first, then the phases of each MSM (CUZK_MSM_PROFILE) and
