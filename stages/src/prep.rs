@@ -6,11 +6,10 @@
 use blstrs::Scalar;
 use cuzk_engine::{Stage, StageContext};
 use ff::Field;
-
-use crate::cs::{bit, popcount};
 use group::Group;
 use group::prime::PrimeCurveAffine;
 
+use crate::cs::{bit, popcount};
 use crate::partition::{HostTails, MsmPlan, PartitionWork, QueryPlan};
 use crate::query::PackedQuery;
 use crate::scalars::{as_scalars, to_canonical};
@@ -140,7 +139,7 @@ pub fn prepare(w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Resu
         lists(layout.a_query),
         lists(layout.b_query),
     );
-    let plan = MsmPlan {
+    let mut plan = MsmPlan {
         // L: every aux variable, in order.
         l: plan_query(z, ni, std::iter::empty(), None, 0, &mut l_lists),
         // A: every input (full density), then aux used in A.
@@ -168,7 +167,6 @@ pub fn prepare(w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Resu
         on_host: true,
         host_tails: HostTails::default(),
     };
-    let mut plan = plan;
     let srs = &w.srs;
     let (l, a, b) = (
         l_lists.packed(&plan.l),
