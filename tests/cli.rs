@@ -83,36 +83,32 @@ fn environment_overrides_beat_the_file() {
     );
 }
 
-#[test]
-fn bench_reports_throughput_latency_and_stages() {
+/// `cuzk bench --quiet --log-size 10 ARGS --json`: its stdout and report,
+/// after checking it succeeded.
+fn bench(args: &[&str]) -> (String, cuzk::bench::BenchReport) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let out = cuzk()
-        .args([
-            "bench",
-            "--quiet",
-            "--log-size",
-            "10",
-            "--partitions",
-            "2",
-            "-c",
-            "3",
-            "-j",
-            "2",
-            "--json",
-        ])
+        .args(["bench", "--quiet", "--log-size", "10"])
+        .args(args)
+        .arg("--json")
         .arg(&json)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (stdout, report)
+}
+
+#[test]
+fn bench_reports_throughput_latency_and_stages() {
+    let (stdout, report) = bench(&["--partitions", "2", "-c", "3", "-j", "2"]);
     assert!(stdout.contains("verified:   3/3 proofs"), "{stdout}");
-    let report: cuzk::bench::BenchReport =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
         (report.proofs, report.in_flight, report.verified),
         (3, 2, 3)
@@ -130,37 +126,9 @@ fn bench_reports_throughput_latency_and_stages() {
 
 #[test]
 fn bench_warmup_proofs_are_proved_but_not_counted() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("bench.json");
-    let out = cuzk()
-        .args([
-            "bench",
-            "--quiet",
-            "--log-size",
-            "10",
-            "--partitions",
-            "2",
-            "-c",
-            "1",
-            "-j",
-            "1",
-            "--warmup",
-            "2",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, report) = bench(&["--partitions", "2", "-c", "1", "-j", "1", "--warmup", "2"]);
     assert!(stdout.contains("(1 proofs in"), "{stdout}");
     assert!(stdout.contains("after 2 warm-up proofs"), "{stdout}");
-    let report: cuzk::bench::BenchReport =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!((report.proofs, report.verified, report.warmup), (1, 1, 2));
     // Only the measured proof's two partitions are in the stage figures.
     assert!(
