@@ -414,9 +414,9 @@ where
 /// A partition shape: tree type, nodes, layers.
 type ShapeKey = (TypeId, usize, usize);
 
-/// Part sizes learned per partition shape: the
-/// first partition of a shape synthesizes into growable parts, later ones
-/// straight into their windows of the arena.
+/// Part sizes learned per partition shape: the first challenge of the first
+/// partition of a shape synthesizes into growable parts, everything else
+/// straight into its windows of the arena.
 fn known_sizes() -> &'static Mutex<HashMap<ShapeKey, Vec<PartSize>>> {
     static SIZES: OnceLock<Mutex<HashMap<ShapeKey, Vec<PartSize>>>> = OnceLock::new();
     SIZES.get_or_init(Default::default)
@@ -443,29 +443,30 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
         .expect("not poisoned")
         .get(&key)
         .cloned();
-    match known {
-        Some(one) => {
-            let sizes = one.repeat(challenges.len());
-            let done = {
-                let mut windows = cs.windows(&sizes).ok_or(SynthesisError::Unsatisfiable)?;
-                run(&challenges, &shared, &mut windows)?;
-                windows.into_iter().map(WitnessCs::done).collect()
-            };
-            cs.absorb(done, &sizes)
-        }
+    let (one, rest) = match known {
+        Some(one) => (one, &challenges[..]),
         None => {
-            let mut parts: Vec<WitnessPart> = (0..per * challenges.len())
-                .map(|_| WitnessPart::default())
-                .collect();
-            run(&challenges, &shared, &mut parts)?;
-            cs.append(&parts)?;
-            let sizes: Vec<PartSize> = parts.iter().map(WitnessPart::size).collect();
-            // Every challenge has the same parts; learn them only if so.
-            if sizes.chunks(per).all(|c| c == &sizes[..per]) {
-                let one = sizes[..per].to_vec();
-                known_sizes().lock().expect("not poisoned").insert(key, one);
-            }
-            Ok(())
+            // The first challenge into growable parts (its labels still in
+            // parallel) teaches the sizes; every other challenge then goes
+            // straight into its windows.
+            let mut first: Vec<WitnessPart> = (0..per).map(|_| WitnessPart::default()).collect();
+            run(&challenges[..1], &shared, &mut first)?;
+            cs.append(&first)?;
+            let one: Vec<PartSize> = first.iter().map(WitnessPart::size).collect();
+            known_sizes()
+                .lock()
+                .expect("not poisoned")
+                .insert(key, one.clone());
+            (one, &challenges[1..])
         }
-    }
+    };
+    // Every challenge has the same parts: a part that does not fill its
+    // window exactly fails the partition (absorb names it).
+    let sizes = one.repeat(rest.len());
+    let done = {
+        let mut windows = cs.windows(&sizes).ok_or(SynthesisError::Unsatisfiable)?;
+        run(rest, &shared, &mut windows)?;
+        windows.into_iter().map(WitnessCs::done).collect()
+    };
+    cs.absorb(done, &sizes)
 }
