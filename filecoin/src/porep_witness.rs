@@ -232,6 +232,21 @@ fn column_hash<CS: ConstraintSystem<Fr>>(
     }
 }
 
+/// A column's hash and its inclusion in tree C (parent columns, and the
+/// challenged node's column of labels).
+fn column_in_tree_c<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    rows: &[AllocatedNum<Fr>],
+    path: &TreePath<Tree>,
+    s: &Shared,
+) -> Result<(), SynthesisError>
+where
+    Tree::Hasher: 'static,
+{
+    let hash = column_hash(cs.namespace(|| "column_hash"), rows)?;
+    inclusion::<Tree, _>(cs.namespace(|| "inclusion"), path, &s.comm_c, &hash)
+}
+
 /// Part 1: the data leaf and its inclusion in tree D.
 fn data_leaf<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     mut cs: CS,
@@ -271,13 +286,7 @@ where
             .iter()
             .map(|&r| alloc(cs.namespace(|| "column_row"), Some(r)))
             .collect::<Result<Vec<_>, _>>()?;
-        let hash = column_hash(cs.namespace(|| "column_hash"), &rows)?;
-        inclusion::<Tree, _>(
-            cs.namespace(|| "column_inclusion"),
-            &o.path,
-            &s.comm_c,
-            &hash,
-        )?;
+        column_in_tree_c::<Tree, _>(cs.namespace(|| "column"), &rows, &o.path, s)?;
         Ok(rows)
     };
     let drg = c.drg.iter().map(&mut open).collect::<Result<Vec<_>, _>>()?;
@@ -349,13 +358,7 @@ where
         &s.comm_r_last,
         &encoded,
     )?;
-    let hash = column_hash(cs.namespace(|| "c_x_column_hash"), labels)?;
-    inclusion::<Tree, _>(
-        cs.namespace(|| "c_x_inclusion"),
-        &c.comm_c_path,
-        &s.comm_c,
-        &hash,
-    )
+    column_in_tree_c::<Tree, _>(cs.namespace(|| "c_x"), labels, &c.comm_c_path, s)
 }
 
 /// Parts per challenge of `layers` layers.
