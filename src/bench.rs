@@ -68,7 +68,7 @@ pub fn job_for(srs: &Arc<Srs>, spec: &BenchSpec, index: usize) -> (Job, Vec<Vec<
             .wrapping_add(index as u64 * 1_000 + p);
         let instance = spec.workload.instance(spec.log_size, seed);
         inputs.push(instance.public_inputs);
-        job = job.partition(instance.circuit);
+        job = job.native_partition(instance.circuit);
     }
     (job, inputs)
 }

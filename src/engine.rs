@@ -17,6 +17,7 @@ use cuzk_engine::{
     StageTiming, Status,
 };
 use cuzk_pipelines::pools;
+use cuzk_stages::circuit::{Native, NativeWitness};
 use cuzk_stages::{PartitionWork, ProvableCircuit, Srs};
 
 use crate::backend::{Backend, BackendChoice};
@@ -111,6 +112,13 @@ impl Job {
     pub fn partition<C: Circuit<Scalar> + Clone + Send + 'static>(mut self, circuit: C) -> Self {
         self.circuits.push(Box::new(circuit));
         self
+    }
+
+    /// Adds a partition whose witness-only synthesis (the pre-compiled
+    /// constraint graphs) runs natively ([`NativeWitness`]), as the
+    /// built-in workloads' does.
+    pub fn native_partition<C: NativeWitness>(self, circuit: C) -> Self {
+        self.boxed_partition(Box::new(Native(circuit)))
     }
 
     /// Adds an already boxed partition.

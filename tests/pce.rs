@@ -13,6 +13,7 @@ use std::sync::Arc;
 use bellperson::groth16::generate_random_parameters;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
+use cuzk::stages::circuit::Native;
 use cuzk::stages::pce::PceCache;
 use cuzk::stages::{ProvableCircuit, Srs, Workload};
 use ff::Field;
@@ -20,6 +21,14 @@ use ff::Field;
 fn workload_circuits(w: Workload, log: u32, n: u64, seed: u64) -> Vec<Box<dyn ProvableCircuit>> {
     (0..n)
         .map(|p| Box::new(w.instance(log, seed + p).circuit) as Box<dyn ProvableCircuit>)
+        .collect()
+}
+
+/// The same circuits with their native witness (what `cuzk bench` and
+/// `cuzk prove` submit): witness-only synthesis without the gadgets.
+fn native_circuits(w: Workload, log: u32, n: u64, seed: u64) -> Vec<Box<dyn ProvableCircuit>> {
+    (0..n)
+        .map(|p| Box::new(Native(w.instance(log, seed + p).circuit)) as Box<dyn ProvableCircuit>)
         .collect()
 }
 
@@ -35,6 +44,12 @@ async fn pce_equals_full_synthesis_for_chain_and_sha256() {
     let sha = common::srs(Workload::Sha256, log);
     matches_full_synthesis(&sha, dir.path(), || {
         workload_circuits(Workload::Sha256, log, 2, 9)
+    })
+    .await;
+    // sha256's native witness, against the gadgets' full synthesis.
+    let native_dir = tempfile::tempdir().unwrap();
+    matches_full_synthesis(&sha, native_dir.path(), || {
+        native_circuits(Workload::Sha256, log, 2, 9)
     })
     .await;
 }

@@ -70,7 +70,7 @@ pub fn workload_job(
     for p in 0..partitions {
         let instance = workload.instance(log_size, seed.wrapping_mul(1_000_003).wrapping_add(p));
         inputs.push(instance.public_inputs);
-        job = job.partition(instance.circuit);
+        job = job.native_partition(instance.circuit);
     }
     (job, inputs)
 }

@@ -5,7 +5,7 @@
 //! CUZK_SYNTH_WORKLOAD=sha256|chain, CUZK_SYNTH_REPS=5)
 
 use cuzk_stages::Workload;
-use cuzk_stages::circuit::ProvableCircuit;
+use cuzk_stages::circuit::{Native, ProvableCircuit};
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -24,7 +24,7 @@ fn main() {
     let seed = std::sync::atomic::AtomicU64::new(0);
     let make = || {
         let s = seed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Box::new(workload.instance(log, s).circuit) as Box<dyn ProvableCircuit>
+        Box::new(Native(workload.instance(log, s).circuit)) as Box<dyn ProvableCircuit>
     };
     let report = cuzk_stages::measure::measure(make, reps, true).unwrap();
     print!("{}", report.render(&format!("{} 2^{log}", workload.name())));

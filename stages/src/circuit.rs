@@ -78,3 +78,49 @@ impl<C: Circuit<Scalar> + Send + 'static> ProvableCircuit for Once<C> {
         shape_of(self.0)
     }
 }
+
+/// A circuit that can compute its witness-only assignment natively, without
+/// running its gadgets: what witness-only synthesis would write, variable
+/// for variable, with every allocation and constraint reported in the same
+/// order. Held to that like any witness: the recording's counts and
+/// fingerprint, and a·b = c on every row.
+pub trait NativeWitness: Circuit<Scalar> + Clone + Send + 'static {
+    fn native_witness(self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError>;
+}
+
+/// A circuit proved as any other, except that witness-only synthesis (the
+/// pre-compiled constraint graphs) runs its [`NativeWitness`].
+#[derive(Clone)]
+pub struct Native<C>(pub C);
+
+impl<C: NativeWitness> ProvableCircuit for Native<C> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        self.0.native_witness(cs)
+    }
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut RecordingCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+        Some(Box::new(self.clone()))
+    }
+    fn shape(self: Box<Self>) -> Result<CircuitShape, SynthesisError> {
+        shape_of(self.0)
+    }
+}
+
+/// The built-in workloads: sha256 computes its witness natively; chain's
+/// gadget (one squaring per constraint) is as cheap as native code would be.
+impl NativeWitness for cuzk_workloads::WorkloadCircuit {
+    fn native_witness(self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        match self {
+            Self::Chain(c) => c.synthesize(cs),
+            Self::Sha256(c) => c.witness(cs),
+        }
+    }
+}

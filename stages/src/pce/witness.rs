@@ -335,6 +335,23 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
     }
 }
 
+/// Native witness generators write through the constraint system, so
+/// counts, fingerprint and bounds are kept exactly as for gadgets.
+impl cuzk_workloads::WitnessSink for WitnessCs<'_> {
+    #[inline]
+    fn aux(&mut self, value: Scalar) -> Result<(), SynthesisError> {
+        self.alloc(|| "", || Ok(value)).map(drop)
+    }
+    #[inline]
+    fn input(&mut self, value: Scalar) -> Result<(), SynthesisError> {
+        self.alloc_input(|| "", || Ok(value)).map(drop)
+    }
+    #[inline]
+    fn constraint(&mut self) {
+        self.enforce(|| "", |lc| lc, |lc| lc, |lc| lc);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,5 +462,38 @@ mod tests {
         assert!(cs.append(&grown).is_err());
         let e = cs.take_error().unwrap().to_string();
         assert!(e.contains("public inputs"), "{e}");
+    }
+
+    /// The sha256 workload's native witness is the gadget's, variable for
+    /// variable, with the same counts and fingerprint: one block (from the
+    /// constant IV) and several chained.
+    #[test]
+    fn native_sha256_witness_equals_the_gadgets() {
+        use crate::circuit::NativeWitness;
+        use bellperson::Circuit;
+        use cuzk_workloads::{Sha256Circuit, WorkloadCircuit};
+        for blocks in [1usize, 3] {
+            let message: Vec<[u8; 64]> = (0..blocks)
+                .map(|b| std::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ (b as u8 * 91)))
+                .collect();
+            let circuit = Sha256Circuit {
+                blocks,
+                message: Some(message),
+            };
+            let len = 30_000 * blocks;
+            let (mut z1, mut z2) = (vec![Scalar::ZERO; len], vec![Scalar::ZERO; len]);
+            let mut gadget = WitnessCs::new(&mut z1, 3);
+            circuit.clone().synthesize(&mut gadget).unwrap();
+            let mut native = WitnessCs::new(&mut z2, 3);
+            WorkloadCircuit::Sha256(circuit)
+                .native_witness(&mut native)
+                .unwrap();
+            let counts = |cs: &WitnessCs<'_>| (cs.n_inputs, cs.n_aux, cs.constraints);
+            assert_eq!(counts(&native), counts(&gadget), "{blocks} blocks");
+            assert_eq!(native.fingerprint, gadget.fingerprint, "{blocks} blocks");
+            assert!(gadget.n_aux > 25_000 * blocks);
+            drop((gadget, native));
+            assert_eq!(z1, z2, "{blocks} blocks: the same assignment");
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod chain;
 pub mod sha256;
+mod sha256_witness;
 
 use bellperson::groth16::{Parameters, generate_random_parameters};
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -13,6 +14,20 @@ use rand::{RngCore, SeedableRng};
 
 pub use chain::ChainCircuit;
 pub use sha256::Sha256Circuit;
+
+/// Where a native witness generator (one that computes a circuit's
+/// assignment without running its gadgets, like
+/// [`Sha256Circuit::witness`]) writes: the values in allocation order, and
+/// each constraint counted where the gadget would enforce it, so a
+/// witness-only constraint system sees the gadget's sequence of operations.
+pub trait WitnessSink {
+    /// The next auxiliary variable.
+    fn aux(&mut self, value: Scalar) -> Result<(), SynthesisError>;
+    /// The next public input.
+    fn input(&mut self, value: Scalar) -> Result<(), SynthesisError>;
+    /// A constraint enforced here.
+    fn constraint(&mut self);
+}
 
 /// A built-in workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use std::sync::OnceLock;
 
-const IV: [u32; 8] = [
+pub(crate) const IV: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
