@@ -27,6 +27,13 @@ pub fn as_scalars_ref(limbs: &[Limbs]) -> &[Scalar] {
     unsafe { std::slice::from_raw_parts(limbs.as_ptr().cast(), limbs.len()) }
 }
 
+/// Field elements as their limbs (Montgomery form, fully reduced: equal
+/// values have equal limbs, so comparing limbs compares values).
+pub fn as_limbs(scalars: &[Scalar]) -> &[Limbs] {
+    // SAFETY: as in `as_scalars`, the other way round.
+    unsafe { std::slice::from_raw_parts(scalars.as_ptr().cast(), scalars.len()) }
+}
+
 /// Limbs already converted by [`to_canonical`], as little-endian bytes.
 pub fn as_bytes(limbs: &[Limbs]) -> &[ScalarBytes] {
     // SAFETY: same size, weaker alignment, any bytes are valid.

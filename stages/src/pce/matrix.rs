@@ -18,6 +18,8 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
+use crate::scalars::{Limbs, as_limbs};
+
 /// Code of a `+1` coefficient.
 pub const PLUS_ONE: u32 = 0;
 /// Code of a `−1` coefficient.
@@ -117,40 +119,69 @@ impl Csr<'_> {
     }
 
     /// One row's Σ coeff·z[col]; its terms come ±1 first, then powers of two
-    /// by falling exponent (Horner), then table coefficients.
+    /// by falling exponent (Horner), then table coefficients. Most rows of
+    /// bit-heavy circuits have one to three terms, so the first term of
+    /// each kind is taken as it is rather than added to zero.
     #[inline]
-    fn row(&self, terms: std::ops::Range<usize>, table: &[Scalar], z: &[Scalar]) -> Scalar {
-        let mut acc = Scalar::ZERO;
+    fn row(
+        &self,
+        terms: std::ops::Range<usize>,
+        table: &[Scalar],
+        z: &[Scalar],
+        limbs: &[Limbs],
+    ) -> Scalar {
+        let (mut acc, mut has_acc) = (Scalar::ZERO, false);
         // Horner accumulator of the power-of-two terms and its exponent.
-        let (mut horner, mut exp) = (Scalar::ZERO, 0u32);
+        let (mut horner, mut exp, mut has_horner) = (Scalar::ZERO, 0u32, false);
         for t in terms {
-            let v = z[self.cols[t] as usize];
+            let col = self.cols[t] as usize;
+            // Zero terms add nothing (about half the bits of a bit-heavy
+            // witness); a skipped power of two leaves the Horner exponent
+            // where it was, so the next term's shift covers the gap.
+            if limbs[col] == [0; 4] {
+                continue;
+            }
+            let v = z[col];
             match self.codes.get(t) {
-                PLUS_ONE => acc += v,
-                MINUS_ONE => acc -= v,
+                PLUS_ONE if has_acc => acc += v,
+                PLUS_ONE => (acc, has_acc) = (v, true),
+                MINUS_ONE if has_acc => acc -= v,
+                MINUS_ONE => (acc, has_acc) = (-v, true),
                 code if code < TABLE => {
                     let (k, neg) = if code > NEG_POW {
                         (code - NEG_POW, true)
                     } else {
                         (code - POW, false)
                     };
-                    shift(&mut horner, exp - k.min(exp));
-                    exp = k;
-                    if neg {
-                        horner -= v;
-                    } else {
+                    let v = if neg { -v } else { v };
+                    if has_horner {
+                        shift(&mut horner, exp - k.min(exp));
                         horner += v;
+                    } else {
+                        (horner, has_horner) = (v, true);
+                    }
+                    exp = k;
+                }
+                code => {
+                    let v = v * table[(code - TABLE) as usize];
+                    if has_acc {
+                        acc += v;
+                    } else {
+                        (acc, has_acc) = (v, true);
                     }
                 }
-                code => acc += v * table[(code - TABLE) as usize],
             }
         }
+        if !has_horner {
+            return acc;
+        }
         shift(&mut horner, exp);
-        acc + horner
+        if has_acc { acc + horner } else { horner }
     }
 
     /// out[r] = Σ coeff·z[col] over row r, for every row, in parallel.
     pub fn eval(&self, table: &[Scalar], z: &[Scalar], out: &mut [Scalar]) {
+        let limbs = as_limbs(z);
         out[..self.rows()]
             .par_chunks_mut(ROWS_PER_TASK)
             .enumerate()
@@ -159,7 +190,7 @@ impl Csr<'_> {
                 for (k, out) in chunk.iter_mut().enumerate() {
                     let r = first + k;
                     let (s, e) = (self.row_ptr[r] as usize, self.row_ptr[r + 1] as usize);
-                    *out = self.row(s..e, table, z);
+                    *out = self.row(s..e, table, z, limbs);
                 }
             });
     }

@@ -23,6 +23,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
+use ff::Field;
+
+use crate::scalars::{Limbs, as_limbs};
 use rayon::prelude::*;
 
 pub use matrix::{ClassCounts, Codes, Csr, TABLE, powers_of_two};
@@ -158,11 +161,28 @@ impl Recording {
 }
 
 /// Checks a·b = c over the first `rows` rows; the first row that fails.
+/// Where a or b is 0 or 1 (most rows of bit-heavy circuits: booleanity,
+/// xor, and) the product is not formed; limbs are compared, not values.
 pub fn check_rows(a: &[Scalar], b: &[Scalar], c: &[Scalar], rows: usize) -> Result<(), Mismatch> {
+    let (la, lb, lc) = (as_limbs(a), as_limbs(b), as_limbs(c));
+    let zero: Limbs = [0; 4];
+    let one = as_limbs(&[Scalar::ONE])[0];
+    let satisfied = |r: usize| {
+        let (x, y, z) = (&la[r], &lb[r], &lc[r]);
+        if *x == zero || *y == zero {
+            *z == zero
+        } else if *y == one {
+            x == z
+        } else if *x == one {
+            y == z
+        } else {
+            a[r] * b[r] == c[r]
+        }
+    };
     let bad = (0..rows)
         .into_par_iter()
         .with_min_len(1 << 12)
-        .find_first(|&r| a[r] * b[r] != c[r]);
+        .find_first(|&r| !satisfied(r));
     match bad {
         Some(row) => Err(Mismatch::Unsatisfied { row }),
         None => Ok(()),
