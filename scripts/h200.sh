@@ -13,7 +13,7 @@
 #   scripts/h200.sh steady     (chain 2^20 x 10 single_lock after a warm-up proof and without, TIMELINE; gpu_proofs)
 #   scripts/h200.sh msm        (fixed-base MSM tests against blst, cuzk vs sppark msm_t at each size, chain with tables on/off)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
-#   scripts/h200.sh pce        (sha256 2^20 x 10: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
+#   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
 bin=$PWD/.carry
@@ -147,12 +147,16 @@ msm)
   CUZK_MSM_G1=22,26 CUZK_MSM_G2=22 "$bin/msm" 2>&1
   ;;
 pce)
+  # sha256 2^20 x 10 after a warm-up proof: classic synthesis against
+  # pre-compiled constraints on the host and on the device (witness computed
+  # natively), then each one's stages and waterfall, then SupraSeal, in one run.
   setup sha256 20
   env $gpu_env "$bin/cuzk" compare configs/single_lock.toml configs/pce.toml configs/pce_gpu.toml --workload sha256 \
-      --log-size 20 --partitions 10 -c 10 -j 3 --reps 2 --markdown "$out/compare-pce.md" 2>&1 | tail -5
-  for v in pce pce_gpu; do
+      --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 --reps 2 --markdown "$out/compare-pce.md" 2>&1 | tail -5
+  for v in single_lock pce pce_gpu; do
     env $gpu_env CUZK_PIPELINE__VARIANT=$v "$bin/cuzk" bench --quiet --workload sha256 --log-size 20 \
-        --partitions 10 -c 10 -j 3 --waterfall "$out/wf/sha256-$v" 2>&1 | grep -E "throughput|GPU utilisation|verdict|synth|PREP|GPU " | sed "s/^/$v: /"
+        --partitions 10 -c 10 -j 3 --warmup 1 --waterfall "$out/wf/sha256-$v" 2>&1 \
+        | grep -E "throughput|verified|GPU utilisation|verdict|^synth|^prep|^gpu|^b_g2" | sed "s/^/$v: /"
   done
   [ -x "$bin/supraseal-bench" ] && "$bin/supraseal-bench" "$params/sha256-k20.params" sha256 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -2
   ;;

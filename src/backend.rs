@@ -138,6 +138,8 @@ impl Backend {
             enabled: config.gpu.msm_tables,
             budget: config.gpu.msm_table_budget.bytes() as usize,
         };
-        Arc::new(GpuContext::new(devices, config.gpu.srs_resident, tables))
+        let mut gpu = GpuContext::new(devices, config.gpu.srs_resident, tables);
+        gpu.pce_matrices = config.gpu.pce_matrices;
+        Arc::new(gpu)
     }
 }

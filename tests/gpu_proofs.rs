@@ -125,6 +125,41 @@ async fn running_out_of_device_memory_is_a_clear_error_and_the_engine_goes_on() 
     prove(&engine, Workload::Chain, 4, 2, 1).await;
 }
 
+/// pce_gpu with the matrices kept off the device (`gpu.pce_matrices`, as
+/// when they do not fit): partitions synthesized without room for a, b and
+/// c in their arenas have them evaluated on the host for the moment, and
+/// every proof verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pce_gpu_without_matrices_on_the_device_evaluates_abc_on_the_host() {
+    let Some(mut config) = gpu_config("pce_gpu") else {
+        return;
+    };
+    config.gpu.pce_matrices = false;
+    let engine = Engine::from_config(config).unwrap();
+    let out =
+        common::prove_in_flight(&engine, Workload::Sha256, common::sha256_log_size(), 3, 2).await;
+    let synth: Vec<_> = out
+        .iter()
+        .flat_map(|j| &j.partitions)
+        .map(|p| p.timings.iter().find(|t| &*t.node == "synth").unwrap())
+        .collect();
+    let bytes =
+        |t: &cuzk::runtime::StageTiming| t.note("arena_bytes").unwrap().parse::<usize>().unwrap();
+    let full = synth.iter().map(|t| bytes(t)).max().unwrap();
+    let slim = synth
+        .iter()
+        .filter(|t| t.note("abc") == Some("device") && bytes(t) < full)
+        .count();
+    let recorded = synth
+        .iter()
+        .filter(|t| t.note("pce") == Some("recorded"))
+        .count();
+    assert_eq!(recorded, 1);
+    assert!(slim >= 1, "partitions after the recording hold no a, b, c");
+    engine.idle().await;
+    assert_eq!(engine.arena_stats().in_use, 0);
+}
+
 /// Each partition's MSM plan, as noted ("l", "a", "b": dense or packed, and
 /// the ones, significant and zero terms), with where it was made.
 fn plans(out: &[cuzk::JobProofs]) -> (Vec<[String; 3]>, usize) {

@@ -188,3 +188,55 @@ async fn a_damaged_recording_is_refused_before_the_device_reads_it() {
         .unwrap_err();
     assert_eq!(err, "matrix C has a coefficient code beyond its table");
 }
+
+/// A graph that leaves a, b and c to the device (pce_gpu's synth_witness)
+/// gives partitions after the recording an arena without them: smaller by
+/// three domains of scalars, holding the same assignment and densities as
+/// full synthesis, from which the host fallback evaluates a, b, c equal to
+/// full synthesis's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_abc_leaves_them_out_of_the_arena() {
+    use common::pce::synthesize_noted;
+    use cuzk::stages::synth_pce::SynthPce;
+    let srs = common::srs(Workload::Chain, 10);
+    let dir = tempfile::tempdir().unwrap();
+    let circuits = || native_circuits(Workload::Chain, 10, 3, 21);
+    let classic = synthesize("synth", Arc::default(), &srs, circuits()).await;
+    let cache = Arc::new(PceCache::new(Some(dir.path().into())));
+    let mut stages = cuzk::stages::cpu_stages(cache.clone());
+    let deferred = SynthPce {
+        cache: cache.clone(),
+        defer_abc: true,
+    };
+    stages.register("synth_deferred", Arc::new(deferred));
+    let got = synthesize_noted(
+        "synth_deferred",
+        "pce,abc,arena_bytes",
+        stages,
+        &srs,
+        circuits(),
+    )
+    .await;
+    let bytes = |notes: &[Option<String>]| notes[2].as_deref().unwrap().parse::<usize>().unwrap();
+    let shape = srs.shape();
+    assert_eq!(got[0].1[0].as_deref(), Some("recorded"));
+    assert_eq!(
+        got[0].0.a.len(),
+        shape.domain,
+        "the recording partition holds a, b, c"
+    );
+    let recording = cache.get_or_record(&srs, || None).0.expect("recorded");
+    for ((run, notes), (want, _)) in got.iter().zip(&classic).skip(1) {
+        assert_eq!(notes[0].as_deref(), Some("memory"));
+        assert_eq!(notes[1].as_deref(), Some("device"));
+        assert!(run.a.is_empty() && run.b.is_empty() && run.c.is_empty());
+        assert_eq!(bytes(&got[0].1) - bytes(notes), 3 * 32 * shape.domain);
+        assert!(run.z == want.z && run.densities == want.densities);
+        assert_eq!(run.public_inputs, want.public_inputs);
+        let mut abc = [0; 3].map(|_| vec![[0u64; 4]; shape.domain]);
+        let [a, b, c] = &mut abc;
+        let out = [a.as_mut_slice(), b.as_mut_slice(), c.as_mut_slice()];
+        cuzk::stages::gpu::evaluate_on_host(&recording, &run.z, false, out, shape.inputs).unwrap();
+        assert!(abc == [want.a.clone(), want.b.clone(), want.c.clone()]);
+    }
+}

@@ -154,6 +154,10 @@ pub struct GpuConfig {
     /// resident SRS leaves). Each query gets a share in proportion to its
     /// points; a query whose share holds less than one copy goes without.
     pub msm_table_budget: ByteSize,
+    /// For graphs that evaluate a, b and c on the device (pce_gpu): keep the
+    /// pre-compiled constraint matrices in device memory. Off (or when they
+    /// do not fit), a, b and c are evaluated on the host and uploaded.
+    pub pce_matrices: bool,
 }
 
 impl Default for GpuConfig {
@@ -166,6 +170,7 @@ impl Default for GpuConfig {
             srs_resident: true,
             msm_tables: true,
             msm_table_budget: ByteSize(0),
+            pce_matrices: true,
         }
     }
 }

@@ -27,6 +27,9 @@ pub struct SynthReport {
     /// Host bytes of the partition's arena (a, b, c, the assignment, densities
     /// and MSM index lists): what one partition in flight holds.
     pub arena_bytes: usize,
+    /// The same where the device evaluates a, b and c (pce_gpu, after the
+    /// recording): without them.
+    pub arena_witness_only_bytes: usize,
     /// Bytes of the recording (kept once per circuit shape).
     pub recording_bytes: usize,
     pub nonzero_terms: usize,
@@ -72,7 +75,7 @@ impl SynthReport {
     pub fn render(&self, name: &str) -> String {
         let mut text = format!(
             "{name}: {} constraints, {} inputs, {} aux, domain 2^{}; {} threads\n\
-             arena per partition {:.2} GiB, recording {:.2} GiB ({} nonzero terms)\n\
+             arena per partition {:.2} GiB ({:.2} GiB with a, b, c on the device), recording {:.2} GiB ({} nonzero terms)\n\
              counting pass              {:>9.3} s\n\
              full synthesis             {:>9.3} s\n\
              recording (once)           {:>9.3} s\n\
@@ -85,6 +88,7 @@ impl SynthReport {
             self.log_domain,
             self.threads,
             self.arena_bytes as f64 / (1u64 << 30) as f64,
+            self.arena_witness_only_bytes as f64 / (1u64 << 30) as f64,
             self.recording_bytes as f64 / (1u64 << 30) as f64,
             self.nonzero_terms,
             self.count_s,
@@ -204,6 +208,7 @@ pub fn measure(
         aux: shape.aux,
         log_domain: srs.log_domain,
         arena_bytes: layout.bytes,
+        arena_witness_only_bytes: PartitionLayout::witness_only(layout.shape).bytes,
         recording_bytes: recording.bytes(),
         nonzero_terms: recording.nnz(),
         threads: rayon::current_num_threads(),

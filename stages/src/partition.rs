@@ -55,12 +55,28 @@ impl QueryRegions {
 
 impl PartitionLayout {
     pub fn new(shape: SrsShape) -> Self {
+        Self::build(shape, shape.domain)
+    }
+
+    /// For a partition whose a, b and c the device evaluates from the
+    /// pre-compiled constraints in its memory: no room for them on the host
+    /// (at 32 GiB PoRep's size, 12 of a partition's 19 GiB).
+    pub fn witness_only(shape: SrsShape) -> Self {
+        Self::build(shape, 0)
+    }
+
+    /// Whether the arena holds a, b and c.
+    pub fn has_abc(&self) -> bool {
+        self.a.len() == self.shape.domain
+    }
+
+    fn build(shape: SrsShape, abc_len: usize) -> Self {
         let words = |bits: usize| bits.div_ceil(64);
         let mut l = LayoutBuilder::new();
-        let (m, ni, na) = (shape.domain, shape.inputs, shape.aux);
-        let a = l.push(m);
-        let b = l.push(m);
-        let c = l.push(m);
+        let (ni, na) = (shape.inputs, shape.aux);
+        let a = l.push(abc_len);
+        let b = l.push(abc_len);
+        let c = l.push(abc_len);
         let z = l.push(ni + na);
         let a_aux_density = l.push(words(na));
         let b_input_density = l.push(words(ni));

@@ -40,15 +40,19 @@ pub(crate) fn full(
     Ok(cs.finish(shape)?)
 }
 
+/// Takes the partition's circuit out of it.
+pub(crate) fn take_circuit(w: &mut PartitionWork) -> anyhow::Result<Box<dyn ProvableCircuit>> {
+    w.circuit
+        .take()
+        .context("the partition has no circuit left to synthesize")
+}
+
 /// Takes the partition's circuit and sizes its arena for the SRS shape.
 pub(crate) fn begin(
     w: &mut PartitionWork,
     cx: &mut StageContext<'_>,
 ) -> anyhow::Result<(Box<dyn ProvableCircuit>, PartitionLayout)> {
-    let circuit = w
-        .circuit
-        .take()
-        .context("the partition has no circuit left to synthesize")?;
+    let circuit = take_circuit(w)?;
     let layout = PartitionLayout::new(w.srs.shape());
     cx.arena()?.ensure_capacity(layout.bytes)?;
     Ok((circuit, layout))

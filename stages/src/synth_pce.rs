@@ -20,10 +20,10 @@ use cuzk_engine::{Stage, StageContext};
 use crate::circuit::ProvableCircuit;
 use crate::cs::{ArenaCs, CsError, Finished, Synthesized, check_finished, finish};
 use crate::partition::{PartitionLayout, PartitionWork};
-use crate::pce::{Mismatch, PceCache, Recording, RecordingCs, WitnessCs, check_rows};
+use crate::pce::{Mismatch, Origin, PceCache, Recording, RecordingCs, WitnessCs, check_rows};
 use crate::scalars::as_scalars;
 use crate::srs::SrsShape;
-use crate::synth::{begin, done, full, slices};
+use crate::synth::{begin, done, full, slices, take_circuit};
 
 #[derive(Clone)]
 pub struct SynthPce {
@@ -34,6 +34,16 @@ pub struct SynthPce {
 
 impl Stage<PartitionWork> for SynthPce {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
+        // a, b and c left to the device from a recording already in memory:
+        // the arena needs no room for them.
+        if self.defer_abc
+            && let Some(recording) = self.cache.resident(&w.srs)
+        {
+            let circuit = take_circuit(w)?;
+            let layout = PartitionLayout::witness_only(w.srs.shape());
+            cx.arena()?.ensure_capacity(layout.bytes)?;
+            return self.witness_or_full(w, cx, circuit, recording, Origin::Memory, layout);
+        }
         let (circuit, layout) = begin(w, cx)?;
         let srs = w.srs.clone();
         let mut circuit = Some(circuit);
@@ -54,19 +64,36 @@ impl Stage<PartitionWork> for SynthPce {
         }
         let circuit = circuit.expect("not used by recording");
         let recording = recording.expect("present unless this partition recorded");
+        self.witness_or_full(w, cx, circuit, recording, origin, layout)
+    }
+}
+
+impl SynthPce {
+    /// Witness-only synthesis and a, b, c from `recording` (or left to the
+    /// device) into `layout`; a circuit that does not match falls back to
+    /// full synthesis, in an arena grown to the full layout if need be.
+    fn witness_or_full(
+        &self,
+        w: &mut PartitionWork,
+        cx: &mut StageContext<'_>,
+        circuit: Box<dyn ProvableCircuit>,
+        recording: Arc<Recording>,
+        origin: Origin,
+        layout: PartitionLayout,
+    ) -> anyhow::Result<()> {
         let copy = circuit.duplicate();
         let attempt = {
             let view = cx.arena()?.view();
             from_recording(circuit, &recording, &layout, &view, self.defer_abc)?
         };
-        let out = match attempt {
+        match attempt {
             Ok(out) => {
                 cx.note("pce", origin.as_str());
                 if self.defer_abc {
                     cx.note("abc", "device");
                     w.deferred_abc = Some(recording);
                 }
-                out
+                done(w, cx, layout, out);
             }
             Err(mismatch) => {
                 tracing::warn!(
@@ -76,11 +103,13 @@ impl Stage<PartitionWork> for SynthPce {
                 let circuit = copy.with_context(|| {
                     format!("pre-compiled constraints do not fit this circuit ({mismatch}) and it cannot be copied to synthesize again (wrap it so it is Clone, or use a graph without synth_pce)")
                 })?;
+                let layout = PartitionLayout::new(layout.shape);
+                cx.arena()?.ensure_capacity(layout.bytes)?;
                 let view = cx.arena()?.view();
-                full(circuit, slices(&view, &layout), &layout.shape)?
+                let out = full(circuit, slices(&view, &layout), &layout.shape)?;
+                done(w, cx, layout, out);
             }
-        };
-        done(w, cx, layout, out);
+        }
         Ok(())
     }
 }

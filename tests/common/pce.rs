@@ -14,13 +14,13 @@ use cuzk::stages::{PartitionWork, ProvableCircuit, Srs};
 /// What synthesis left in a partition's arena.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Captured {
-    a: Vec<[u64; 4]>,
-    b: Vec<[u64; 4]>,
-    c: Vec<[u64; 4]>,
-    z: Vec<[u64; 4]>,
-    densities: [Vec<u64>; 3],
-    public_inputs: Vec<Scalar>,
-    constraints: usize,
+    pub a: Vec<[u64; 4]>,
+    pub b: Vec<[u64; 4]>,
+    pub c: Vec<[u64; 4]>,
+    pub z: Vec<[u64; 4]>,
+    pub densities: [Vec<u64>; 3],
+    pub public_inputs: Vec<Scalar>,
+    pub constraints: usize,
 }
 
 /// Copies the arena's regions out, by partition.
@@ -57,8 +57,29 @@ pub async fn synthesize(
     srs: &Arc<Srs>,
     circuits: Vec<Box<dyn ProvableCircuit>>,
 ) -> Vec<(Captured, Option<String>)> {
+    synthesize_noted(
+        synth_stage,
+        "pce",
+        cuzk::stages::cpu_stages(cache),
+        srs,
+        circuits,
+    )
+    .await
+    .into_iter()
+    .map(|(c, notes)| (c, notes[0].clone()))
+    .collect()
+}
+
+/// [`synthesize`] with the stages given and every note named in `keys`
+/// (comma-separated) of each partition's synthesis.
+pub async fn synthesize_noted(
+    synth_stage: &str,
+    keys: &str,
+    mut stages: cuzk::runtime::StageRegistry<PartitionWork>,
+    srs: &Arc<Srs>,
+    circuits: Vec<Box<dyn ProvableCircuit>>,
+) -> Vec<(Captured, Vec<Option<String>>)> {
     let captured = Arc::new(Mutex::new(vec![]));
-    let mut stages = cuzk::stages::cpu_stages(cache);
     stages.register("capture", Arc::new(Capture(captured.clone())));
     let spec = GraphSpec::new("synth")
         .resource(ResourceSpec::arena("arena"))
@@ -81,10 +102,14 @@ pub async fn synthesize(
         .map(|c| PartitionWork::new(srs.clone(), c, false))
         .collect();
     let out = rt.submit("pce", items).await.unwrap();
-    let notes: Vec<Option<String>> = out
+    let notes: Vec<Vec<Option<String>>> = out
         .partitions
         .iter()
-        .map(|p| p.timings[0].note("pce").map(str::to_string))
+        .map(|p| {
+            keys.split(',')
+                .map(|k| p.timings[0].note(k).map(str::to_string))
+                .collect()
+        })
         .collect();
     let mut got = std::mem::take(&mut *captured.lock().unwrap());
     got.sort_by_key(|(p, _)| *p);

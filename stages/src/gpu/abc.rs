@@ -116,6 +116,9 @@ impl GpuContext {
         r: &Arc<Recording>,
         stream: &Stream,
     ) -> anyhow::Result<Option<Arc<DevicePce>>> {
+        if !self.pce_matrices {
+            return Ok(None);
+        }
         let mut cache = dev.pce.lock().unwrap();
         if let Some(d) = cache.get(r) {
             return Ok(Some(d.clone()));
@@ -177,11 +180,26 @@ impl GpuContext {
                 }
             }
             None => {
-                let [a, b, c] = abc;
+                // A partition synthesized without room for a, b and c in its
+                // arena (the matrices were expected on the device) gets them
+                // for the moment.
+                let mut owned: Vec<Vec<Limbs>> = vec![];
+                let [a, b, c] = if abc[0].len() < shape.domain {
+                    owned = (0..3).map(|_| vec![[0u64; 4]; shape.domain]).collect();
+                    let [a, b, c] = &mut owned[..] else {
+                        unreachable!("three regions")
+                    };
+                    [a.as_mut_slice(), b.as_mut_slice(), c.as_mut_slice()]
+                } else {
+                    abc
+                };
                 evaluate_on_host(r, z, z_canonical, [&mut *a, &mut *b, &mut *c], shape.inputs)?;
                 bufs.a.copy_in(stream, a)?;
                 bufs.b.copy_in(stream, b)?;
                 bufs.c.copy_in(stream, c)?;
+                // The copies read `owned` until the stream passes them.
+                stream.sync()?;
+                drop(owned);
                 Ok(None)
             }
         }

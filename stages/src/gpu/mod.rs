@@ -134,6 +134,9 @@ pub struct GpuContext {
     pub srs_resident: bool,
     /// MSM tables beside resident SRSs.
     pub tables: TablePolicy,
+    /// Pre-compiled constraint matrices on the device (else a, b and c of a
+    /// pce_gpu partition are evaluated on the host).
+    pub pce_matrices: bool,
 }
 
 /// SRS points on one device.
@@ -179,6 +182,7 @@ impl GpuContext {
             devices,
             srs_resident,
             tables,
+            pce_matrices: true,
         }
     }
 
