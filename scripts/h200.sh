@@ -12,6 +12,8 @@
 #   scripts/h200.sh chain-locks (chain 2^20 x 10 with tables: single_lock vs two_lock, waterfalls and TIMELINEs)
 #   scripts/h200.sh steady     (chain 2^20 x 10 single_lock after a warm-up proof and without, TIMELINE; gpu_proofs)
 #   scripts/h200.sh msm        (fixed-base MSM tests against blst, cuzk vs sppark msm_t at each size, chain with tables on/off)
+#   scripts/h200.sh check      (gpu_proofs and pce tests; sha256 2^20 x 10 pce_gpu with the matrices on and off the device)
+#   scripts/h200.sh windows    (fixed-base MSM window widths 18..22 at 2^20 and 2^22, G1 and G2)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
@@ -159,6 +161,27 @@ pce)
         | grep -E "throughput|verified|GPU utilisation|verdict|^synth|^prep|^gpu|^b_g2" | sed "s/^/$v: /"
   done
   [ -x "$bin/supraseal-bench" ] && "$bin/supraseal-bench" "$params/sha256-k20.params" sha256 20 10 "${SUPRASEAL_C:-3}" 1 2>&1 | tail -2
+  ;;
+check)
+  # GPU tests (proofs under every variant, pce_gpu with the matrices off the
+  # device), the pre-compiled constraint tests, then sha256 2^20 x 10 under
+  # pce_gpu with the matrices on and off the device (a, b, c on the host).
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  [ -x "$bin/pce" ] && "$bin/pce" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  setup sha256 20
+  for m in true false; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=pce_gpu CUZK_GPU__PCE_MATRICES=$m "$bin/cuzk" bench --quiet --workload sha256 \
+        --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 \
+        | grep -E "throughput|verified|peak RSS|^synth|^gpu" | sed "s/^/pce_matrices=$m: /"
+  done
+  ;;
+windows)
+  # The fixed-base MSM's window width against the default (size - 2 bits),
+  # G1 and G2 at 2^20 and 2^22, each checked against sppark's result.
+  for w in ${WINDOWS:-18 19 20 21 22}; do
+    echo "== window $w"
+    CUZK_MSM_WINDOW=$w CUZK_MSM_G1=20,22 CUZK_MSM_G2=20,22 "$bin/msm" 2>&1 | grep -E "^G[12] 2"
+  done
   ;;
 pce-tables)
   # sha256 2^20 x 10 with MSM tables: classic synthesis against pce_gpu, then
