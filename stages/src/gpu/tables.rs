@@ -209,11 +209,11 @@ mod tests {
         let n = 1 << 20;
         let lengths = [n - 1, n, n, n, n];
         let full = plan_tables(lengths, usize::MAX);
-        assert!(full.iter().all(|p| *p == Some((18, 15))), "{full:?}");
+        assert!(full.iter().all(|p| *p == Some((20, 13))), "{full:?}");
         // Three times the SRS: three extra copies of each query.
         let srs = (4 * 96 + 192) * n;
         let plans = plan_tables(lengths, 3 * srs);
-        assert!(plans.iter().all(|p| *p == Some((18, 4))), "{plans:?}");
+        assert!(plans.iter().all(|p| *p == Some((20, 4))), "{plans:?}");
         assert!(planned_bytes(lengths, &plans) <= 3 * srs);
         // Less than one copy each: no tables.
         assert_eq!(plan_tables(lengths, srs / 2), [None; 5]);
