@@ -15,6 +15,7 @@
 #   scripts/h200.sh check      (gpu_proofs and pce tests; sha256 2^20 x 10 pce_gpu with the matrices on and off the device)
 #   scripts/h200.sh windows    (fixed-base MSM window widths 18..22 at 2^20 and 2^22, G1 and G2)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
+#   scripts/h200.sh pairs      (fixed-base MSM level 0 one by one vs in pairs: tests, every size, chain steady state)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -182,6 +183,26 @@ windows)
     echo "== window $w"
     CUZK_MSM_WINDOW=$w CUZK_MSM_G1=20,22 CUZK_MSM_G2=20,22 "$bin/msm" 2>&1 | grep -E "^G[12] 2"
   done
+  ;;
+pairs)
+  # Level 0 of the fixed-base MSM one by one (the default) against in pairs:
+  # the fixed-base tests against blst (in pairs), every MSM size both ways and
+  # sppark side by side, the chain 2^20 x 10 in the steady state both ways,
+  # interleaved; 2^26 over a 3-copy table; a waterfall; gpu_proofs.
+  export CUZK_MSM_PAIRS=1
+  timeout 150 "$bin/gpu_ops" --test-threads 1 fixed 2>&1 | grep -E "^test |test result|panicked|left|right"
+  unset CUZK_MSM_PAIRS
+  timeout 150 env CUZK_MSM_G1=20,22,24,26 CUZK_MSM_G2=20,22 "$bin/msm" 2>&1 | grep -E "^G[12] 2|skipping|panicked"
+  # chain 2^20's parameters take over a minute to make here (60 s was not enough).
+  timeout 240 "$bin/cuzk" setup --workload chain --log-size 20 --out "$params" 2>&1 | tail -1
+  for r in 1 2; do for p in 0 1; do
+    timeout 50 env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_MSM_PAIRS=$p "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 | grep -E "throughput|verified" | sed "s/^/pairs=$p: /"
+  done; done
+  timeout 45 env CUZK_MSM_COPIES=3 CUZK_MSM_G1=26 CUZK_MSM_G2= "$bin/msm" 2>&1 | grep -E "^G1 2|panicked"
+  timeout 45 env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
+      --partitions 10 -c 10 -j 3 --warmup 1 --waterfall "$out/wf/chain-pairs" 2>&1 | grep -E "throughput|GPU utilisation|verdict|^gpu|^b_g2"
+  timeout 120 "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
   ;;
 pce-tables)
   # sha256 2^20 x 10 with MSM tables: classic synthesis against pce_gpu, then

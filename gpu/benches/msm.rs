@@ -6,7 +6,10 @@
 //! `cargo bench -p cuzk-gpu --bench msm`. CUZK_MSM_G1 and CUZK_MSM_G2 list
 //! the sizes as powers of two (default 20,22,24,26 and 20,22);
 //! CUZK_MSM_TABLE_GIB caps the table of each size (default: what fits);
-//! CUZK_MSM_WINDOW forces the window (with as many copies as windows).
+//! CUZK_MSM_WINDOW forces the window (with as many copies as windows);
+//! CUZK_MSM_COPIES caps the copies. Ours is timed with level 0 adding
+//! entries one by one (the default) and in pairs (`CUZK_MSM_PAIRS=1`),
+//! interleaved; the speedup is the default's.
 
 use std::time::Instant;
 
@@ -80,6 +83,13 @@ fn time<R>(reps: usize, f: impl Fn() -> R) -> f64 {
     )
 }
 
+/// Level 0 of our MSM adds entries in pairs, or one by one.
+fn pairs(on: bool) {
+    // SAFETY: the kernel reads CUZK_MSM_PAIRS on each call, on this thread;
+    // no other thread reads the environment while the benchmark runs.
+    unsafe { std::env::set_var("CUZK_MSM_PAIRS", if on { "1" } else { "0" }) }
+}
+
 /// One group at each size: table built, both MSMs timed, results compared.
 fn group<C, P>(name: &str, stream: &Stream, logs: &[u32])
 where
@@ -112,10 +122,15 @@ where
         let forced = std::env::var("CUZK_MSM_WINDOW")
             .ok()
             .and_then(|w| w.parse().ok());
+        let max_copies = std::env::var("CUZK_MSM_COPIES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(u32::MAX);
         let planned = match forced {
             Some(w) => Some((w, fixed::windows(w))),
             None => fixed::plan(n, C::POINT_BYTES, budget),
-        };
+        }
+        .map(|(w, c)| (w, c.min(max_copies)));
         let Some((window, copies)) = planned else {
             println!("{name} 2^{lg}: no table fits {budget} bytes");
             continue;
@@ -132,12 +147,24 @@ where
         };
         let sppark =
             || ops::msm::<C>(stream, &d_points, 0, C::POINT_BYTES, &d_scalars, 0, n, true).unwrap();
-        assert_eq!(ours(), sppark(), "{name} 2^{lg}: both MSMs agree");
+        let expect = sppark();
+        pairs(true);
+        assert_eq!(ours(), expect, "{name} 2^{lg}: pairs agree with sppark");
+        pairs(false);
+        assert_eq!(ours(), expect, "{name} 2^{lg}: ours agrees with sppark");
         let reps = if lg >= 26 { 3 } else { 7 };
-        let (o, s) = (time(reps, ours), time(reps, sppark));
+        let (mut o, mut p, mut s) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            o.push(time(1, ours));
+            pairs(true);
+            p.push(time(1, ours));
+            pairs(false);
+            s.push(time(1, sppark));
+        }
+        let (o, p, s) = (median(o), median(p), median(s));
         println!(
-            "{name} 2^{lg}: cuzk fixed-base {o:8.2} ms   sppark msm_t {s:8.2} ms   \
-             speedup {:.2}x   (window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
+            "{name} 2^{lg}: cuzk fixed-base {o:8.2} ms   sppark msm_t {s:8.2} ms   speedup {:.2}x   \
+             (pairs {p:.2} ms; window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
             s / o,
             table.bytes() as f64 / (1u64 << 30) as f64,
         );

@@ -11,7 +11,9 @@
 //      each; runs inside a segment go straight to their bucket, runs across
 //      segment edges to two slots per segment, which the same kernel reduces
 //      again until one segment is left (no host synchronisation, and no
-//      bucket, however full, sits on one thread);
+//      bucket, however full, sits on one thread); fm_accumulate_pairs is a
+//      level 0 that first sums neighbours of a run in pairs, in affine
+//      coordinates (opt-in: measured slower);
 //   4. reduce: sum (b+1)*bucket[b] over chunks of buckets in parallel, then
 //      per group in one block; the host joins the groups (Horner, c*copies
 //      doublings each) when the table has fewer copies than windows.
@@ -126,6 +128,25 @@ void fm_flush(bucket_h* buckets, uint32_t* sk, bucket_h* sv, const uint32_t* key
 #endif
 
 #ifdef __CUDA_ARCH__
+// The slots a segment left unwritten: at infinity, the head under the
+// segment's first key and the tail under its last, so the order stays sorted
+// (an empty segment passes the sentinel for both).
+__device__ __forceinline__
+void fm_close_slots(uint32_t* sk, bucket_h* sv, uint32_t first, uint32_t last,
+                    bool head_done, bool tail_done)
+{
+    if (!head_done) {
+        sk[0] = first;
+        sv[0].inf();
+    }
+    if (!tail_done) {
+        sk[1] = last;
+        sv[1].inf();
+    }
+}
+#endif
+
+#ifdef __CUDA_ARCH__
 // Entry v of a table (bit 31 is the digit's sign, applied by the caller).
 __device__ __forceinline__
 affine_t fm_point(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v)
@@ -161,9 +182,7 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
     bucket_h* sv = slot_vals + 2 * (size_t)t;
     const uint32_t s0 = t * seg;
     if (s0 >= m) {
-        sk[0] = sk[1] = sentinel;
-        sv[0].inf();
-        sv[1].inf();
+        fm_close_slots(sk, sv, sentinel, sentinel, false, false);
         return;
     }
     const uint32_t s1 = min(s0 + seg, m);
@@ -212,14 +231,144 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
     }
     fm_flush(buckets, sk, sv, keys, key, acc, rs, s1, s0, s1, m, head_open, sentinel,
              head_done, tail_done);
-    if (!head_done) {
-        sk[0] = first;
-        sv[0].inf();
+    fm_close_slots(sk, sv, first, key, head_done, tail_done);
+#endif
+}
+
+#ifdef __CUDA_ARCH__
+// x (and, when `y` is asked for, y with the digit's sign applied) of table
+// entry v.
+__device__ __forceinline__
+void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v,
+           field_t& x, field_t* y)
+{
+    const uint32_t i = v & 0x7fffffff;
+    const field_h* f = reinterpret_cast<const field_h*>(i < ntab ? &base[i] : &extra[i - ntab]);
+    x = f[0];
+    if (y) {
+        *y = f[1];
+        y->cneg(v >> 31);
     }
-    if (!tail_done) {
-        sk[1] = key;
-        sv[1].inf();
+}
+#endif
+
+// Level 0 with the entries added in pairs first, in affine coordinates: two
+// neighbours of one run (e, e+1) are summed with one field inversion shared
+// by all of the segment's pairs (Montgomery's trick), and the sum goes into
+// the run's XYZZ accumulator as one mixed addition, so a pair costs about
+// 6M + 8M+2S instead of two mixed additions (2 x (8M+2S)). On an H200 it is
+// slower all the same (G1 2^24 over 12 copies: 160 ms against 112): each
+// table point is read twice, at random, and the prefix products go through
+// memory; fewer multiplications do not pay for that. Kept, opt-in
+// (CUZK_MSM_PAIRS=1), tested against blst, for tables of few copies (G1 2^26
+// over 3 copies: 940 ms against 1194) and as the measured alternative. A pair whose x
+// coordinates match, or that holds the point at infinity (x = 0 there; no
+// point of the subgroup has x = 0 otherwise), is added point by point as
+// before. The forward pass stores each pair's prefix product and position in
+// `prefix`/`pair_at` (element j of lane group t at j*stride + t, coalesced);
+// every lane runs the inversion (sppark's pairs lanes up), so none leaves
+// before it; the backward pass walks the segment from its end, flushing runs
+// as fm_accumulate does.
+template<int THREADS>
+__launch_bounds__(THREADS) __global__
+void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
+                         const uint32_t* keys, const uint32_t* vals, const uint32_t* m_ptr,
+                         uint32_t seg, uint32_t nseg, const affine_h* base,
+                         const affine_h* extra, uint64_t ntab, uint32_t sentinel,
+                         field_h* prefix, uint32_t* pair_at, uint32_t stride)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t t = lane_group();
+    const uint32_t m = *m_ptr;
+    const uint32_t s0 = t * seg;
+    const bool live = t < nseg && s0 < m;
+    const uint32_t s1 = live ? min(s0 + seg, m) : s0;
+
+    field_t prod = field_t::one();
+    uint32_t np = 0;
+    #pragma unroll 1
+    for (uint32_t e = s0; e + 1 < s1;) {
+        if (keys[e] != keys[e + 1]) {
+            e++;
+            continue;
+        }
+        field_t x1, x2;
+        fm_xy(base, extra, ntab, vals[e], x1, nullptr);
+        fm_xy(base, extra, ntab, vals[e + 1], x2, nullptr);
+        field_t d = x2 - x1;
+        const bool special = x1.is_zero() | x2.is_zero() | d.is_zero();
+        prefix[(size_t)np * stride + t] = prod;
+        pair_at[(size_t)np * stride + t] = e;
+        if (!special)
+            prod *= d;
+        np++;
+        e += 2;
     }
+    __syncwarp();
+    field_t inv = prod.reciprocal();
+    uint32_t* sk = slot_keys + 2 * (size_t)t;
+    bucket_h* sv = slot_vals + 2 * (size_t)t;
+    if (!live) {
+        if (t < nseg)
+            fm_close_slots(sk, sv, sentinel, sentinel, false, false);
+        return;
+    }
+
+    const uint32_t first = keys[s0], last = keys[s1 - 1];
+    const bool head_open = s0 > 0 && keys[s0 - 1] == first;
+    bool head_done = false, tail_done = false;
+    uint32_t key = last, re = s1;
+    uint32_t j = np;
+    uint32_t next_pair = j ? pair_at[(size_t)(j - 1) * stride + t] : 0;
+    bucket_t acc;
+    acc.inf();
+    #pragma unroll 1
+    for (uint32_t e = s1; e > s0;) {
+        const uint32_t i = e - 1;
+        const uint32_t k = keys[i];
+        if (k != key) {
+            fm_flush(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m, head_open,
+                     sentinel, head_done, tail_done);
+            key = k;
+            re = e;
+            acc.inf();
+        }
+        if (j != 0 && next_pair + 1 == i) {
+            j--;
+            field_t x1, y1, x2, y2;
+            fm_xy(base, extra, ntab, vals[i - 1], x1, &y1);
+            fm_xy(base, extra, ntab, vals[i], x2, &y2);
+            field_t d = x2 - x1;
+            const bool special = x1.is_zero() | x2.is_zero() | d.is_zero();
+            if (special) {
+                acc.add(affine_t(x1, y1));
+                acc.add(affine_t(x2, y2));
+            } else {
+                field_t pre = prefix[(size_t)j * stride + t];
+                field_t dinv = inv * pre;   // 1/d
+                inv *= d;                   // 1/(product of the pairs before)
+                field_t lam = y2 - y1;
+                lam *= dinv;
+                field_t x3 = lam^2;
+                x3 -= x1;
+                x3 -= x2;
+                field_t y3 = x1 - x3;
+                y3 *= lam;
+                y3 -= y1;
+                acc.add(affine_t(x3, y3));
+            }
+            next_pair = j ? pair_at[(size_t)(j - 1) * stride + t] : 0;
+            e -= 2;
+        } else {
+            field_t x, y;
+            fm_xy(base, extra, ntab, vals[i], x, &y);
+            acc.add(affine_t(x, y));
+            e -= 1;
+        }
+    }
+    fm_flush(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open, sentinel,
+             head_done, tail_done);
+    fm_close_slots(sk, sv, first, last, head_done, tail_done);
 #endif
 }
 
@@ -342,8 +491,14 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
     const uint32_t groups = (nwin + copies - 1) / copies, nb = 1u << (c - 1);
     const uint32_t sentinel = groups * nb;
     const int key_bits = 32 - __builtin_clz(sentinel);
+    // CUZK_MSM_PAIRS=1: level 0 adds entries in pairs (fm_accumulate_pairs),
+    // measured slower on an H200 (G1 2^24: 160 ms against 112, G2 2^22: 104
+    // against 100), so not the default. Its scratch is about half an element
+    // and an index per entry, so G2's chunk is then half G1's.
+    const char* pairs_env = getenv("CUZK_MSM_PAIRS");
+    const bool pairs = pairs_env && !strcmp(pairs_env, "1");
     if (max_entries == 0 || max_entries > (1u << 30))
-        max_entries = 1u << 28;
+        max_entries = (1u << 28) / (pairs ? DEGREE : 1);
     const size_t chunk = std::min(n, std::max<size_t>(1, max_entries / nwin));
     const size_t cap = chunk * nwin;
 
@@ -383,6 +538,12 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
                                                 key_bits, (cudaStream_t)s));
     }
     stream_buf<uint8_t> temp{temp_bytes, s};
+    // Pair scratch: seg0/2 elements per level-0 lane group, laid out
+    // element-major (see fm_accumulate_pairs).
+    const uint32_t pair_stride = blocks_for(nseg0, 256) * 256 / DEGREE;
+    const size_t pair_elems = pairs ? (size_t)(seg0 / 2) * pair_stride : 0;
+    stream_buf<field_h> prefix{pair_elems, s};
+    stream_buf<uint32_t> pair_at{pair_elems, s};
     const affine_h* base = reinterpret_cast<const affine_h*>(tab->base);
     const affine_h* extra = reinterpret_cast<const affine_h*>(tab->extra);
     clock.mark("alloc");
@@ -401,7 +562,12 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
                                                 (int)(m * nwin), 0, key_bits, (cudaStream_t)s));
         clock.mark("sort");
         uint32_t nseg = (m * nwin + seg0 - 1) / seg0;
-        if (acc_mode != 384 && acc_mode != 385)
+        if (pairs)
+            fm_accumulate_pairs<256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
+                base, extra, tab->ntab, sentinel, prefix, pair_at,
+                blocks_for(nseg, 256) * 256 / DEGREE);
+        else if (acc_mode != 384 && acc_mode != 385)
             fm_accumulate<FROM_TABLE, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
                 buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
                 seg0, nseg, base, extra, tab->ntab, sentinel);
