@@ -238,3 +238,35 @@ async fn msm_tables_serve_the_dense_msms_and_proofs_verify_without_them() {
         engine.shutdown().await;
     }
 }
+
+/// pce_gpu's a, b and c, evaluated on the device from the recording, equal
+/// the host's evaluation bit for bit: chain, and sha256 with the gadget's
+/// witness and with its native one.
+#[test]
+fn abc_evaluated_on_the_device_equal_the_hosts_bit_for_bit() {
+    use cuzk::stages::ProvableCircuit;
+    use cuzk::stages::circuit::Native;
+    if gpu_config("pce_gpu").is_none() {
+        return;
+    }
+    let sha = common::sha256_log_size();
+    let chain = || Box::new(Workload::Chain.instance(12, 7).circuit) as Box<dyn ProvableCircuit>;
+    let gadget = || Box::new(Workload::Sha256.instance(sha, 7).circuit) as Box<dyn ProvableCircuit>;
+    let native =
+        || Box::new(Native(Workload::Sha256.instance(sha, 7).circuit)) as Box<dyn ProvableCircuit>;
+    let cases: [(&str, &dyn Fn() -> Box<dyn ProvableCircuit>); 3] = [
+        ("chain", &chain),
+        ("sha256", &gadget),
+        ("sha256 native", &native),
+    ];
+    for (name, make) in cases {
+        let report = cuzk::stages::measure::measure(make, 1, false).unwrap();
+        let device = report
+            .device
+            .expect("a usable GPU measures the device's evaluation");
+        assert!(
+            device.equal_to_host,
+            "{name}: a, b, c from the device differ from the host's"
+        );
+    }
+}
