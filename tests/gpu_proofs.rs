@@ -250,16 +250,19 @@ fn abc_evaluated_on_the_device_equal_the_hosts_bit_for_bit() {
         return;
     }
     let sha = common::sha256_log_size();
-    let chain = || Box::new(Workload::Chain.instance(12, 7).circuit) as Box<dyn ProvableCircuit>;
-    let gadget = || Box::new(Workload::Sha256.instance(sha, 7).circuit) as Box<dyn ProvableCircuit>;
-    let native =
-        || Box::new(Native(Workload::Sha256.instance(sha, 7).circuit)) as Box<dyn ProvableCircuit>;
-    let cases: [(&str, &dyn Fn() -> Box<dyn ProvableCircuit>); 3] = [
-        ("chain", &chain),
-        ("sha256", &gadget),
-        ("sha256 native", &native),
-    ];
-    for (name, make) in cases {
+    for (name, workload, log_size, native) in [
+        ("chain", Workload::Chain, 12, false),
+        ("sha256", Workload::Sha256, sha, false),
+        ("sha256 native", Workload::Sha256, sha, true),
+    ] {
+        let make = || -> Box<dyn ProvableCircuit> {
+            let circuit = workload.instance(log_size, 7).circuit;
+            if native {
+                Box::new(Native(circuit))
+            } else {
+                Box::new(circuit)
+            }
+        };
         let report = cuzk::stages::measure::measure(make, 1, false).unwrap();
         let device = report
             .device
