@@ -16,6 +16,7 @@
 #   scripts/h200.sh windows    (fixed-base MSM window widths 18..22 at 2^20 and 2^22, G1 and G2)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pairs      (fixed-base MSM level 0 one by one vs in pairs: tests, every size, chain steady state)
+#   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -203,6 +204,16 @@ pairs)
   timeout 45 env $gpu_env CUZK_PIPELINE__VARIANT=single_lock "$bin/cuzk" bench --quiet --workload chain --log-size 20 \
       --partitions 10 -c 10 -j 3 --warmup 1 --waterfall "$out/wf/chain-pairs" 2>&1 | grep -E "throughput|GPU utilisation|verdict|^gpu|^b_g2"
   timeout 120 "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  ;;
+footprint)
+  # Whether the fixed-base MSM's level 0 is bound by its random table reads:
+  # G1 2^24 over tables of 12, 6, 4, 3 and 2 copies (16.5 down to 1.5 GiB),
+  # each phase's device time (CUZK_MSM_PROFILE), the accumulation's share.
+  for c in 12 6 4 3 2; do
+    echo "== $c copies"
+    CUZK_MSM_COPIES=$c CUZK_MSM_PROFILE=1 CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1 \
+      | awk '/^fixed msm/ {last = $0; next} /^G1 2/ {print} END {print last}'
+  done
   ;;
 pce-tables)
   # sha256 2^20 x 10 with MSM tables: classic synthesis against pce_gpu, then
