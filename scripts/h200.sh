@@ -208,11 +208,12 @@ pairs)
 footprint)
   # Whether the fixed-base MSM's level 0 is bound by its random table reads:
   # G1 2^24 over tables of 12, 6, 4, 3 and 2 copies (16.5 down to 1.5 GiB),
-  # each phase's device time (CUZK_MSM_PROFILE), the accumulation's share.
+  # each phase's device time (CUZK_MSM_PROFILE) of the last repetition, one
+  # by one and in pairs (the benchmark times them in that order).
   for c in 12 6 4 3 2; do
     echo "== $c copies"
     CUZK_MSM_COPIES=$c CUZK_MSM_PROFILE=1 CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1 \
-      | awk '/^fixed msm/ {last = $0; next} /^G1 2/ {print} END {print last}'
+      | awk '/^fixed msm/ {prev = last; last = $0; next} /^G1 2/ {print} END {print "one by one: " prev; print "in pairs:   " last}'
   done
   ;;
 pce-tables)
