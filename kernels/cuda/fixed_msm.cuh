@@ -147,12 +147,19 @@ void fm_close_slots(uint32_t* sk, bucket_h* sv, uint32_t first, uint32_t last,
 #endif
 
 #ifdef __CUDA_ARCH__
-// Entry v of a table (bit 31 is the digit's sign, applied by the caller).
+// Where entry v of a table lies (bit 31 is the digit's sign).
+__device__ __forceinline__
+const affine_h* fm_entry(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v)
+{
+    const uint32_t i = v & 0x7fffffff;
+    return i < ntab ? &base[i] : &extra[i - ntab];
+}
+
+// Entry v of a table (the sign applied by the caller).
 __device__ __forceinline__
 affine_t fm_point(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v)
 {
-    const uint32_t i = v & 0x7fffffff;
-    return i < ntab ? base[i] : extra[i - ntab];
+    return *fm_entry(base, extra, ntab, v);
 }
 #endif
 
@@ -242,8 +249,7 @@ __device__ __forceinline__
 void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v,
            field_t& x, field_t* y)
 {
-    const uint32_t i = v & 0x7fffffff;
-    const field_h* f = reinterpret_cast<const field_h*>(i < ntab ? &base[i] : &extra[i - ntab]);
+    const field_h* f = reinterpret_cast<const field_h*>(fm_entry(base, extra, ntab, v));
     x = f[0];
     if (y) {
         *y = f[1];
@@ -256,12 +262,7 @@ void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t 
 // neighbours of one run (e, e+1) are summed with one field inversion shared
 // by all of the segment's pairs (Montgomery's trick), and the sum goes into
 // the run's XYZZ accumulator as one mixed addition, so a pair costs about
-// 6M + 8M+2S instead of two mixed additions (2 x (8M+2S)). On an H200 it is
-// slower all the same (G1 2^24 over 12 copies: 160 ms against 112): each
-// table point is read twice, at random, and the prefix products go through
-// memory; fewer multiplications do not pay for that. Kept, opt-in
-// (CUZK_MSM_PAIRS=1), tested against blst, for tables of few copies (G1 2^26
-// over 3 copies: 940 ms against 1194) and as the measured alternative. A pair whose x
+// 6M + 8M+2S instead of two mixed additions (2 x (8M+2S)). A pair whose x
 // coordinates match, or that holds the point at infinity (x = 0 there; no
 // point of the subgroup has x = 0 otherwise), is added point by point as
 // before. The forward pass stores each pair's prefix product and position in
@@ -269,6 +270,12 @@ void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t 
 // every lane runs the inversion (sppark's pairs lanes up), so none leaves
 // before it; the backward pass walks the segment from its end, flushing runs
 // as fm_accumulate does.
+// On an H200 it is slower all the same (G1 2^24 over 12 copies: 160 ms
+// against 112): each table point is read twice, at random, and the prefix
+// products go through memory; fewer multiplications do not pay for that.
+// Kept, opt-in (CUZK_MSM_PAIRS=1), tested against blst, for tables of few
+// copies (G1 2^26 over 3 copies: 940 ms against 1194) and as the measured
+// alternative.
 template<int THREADS>
 __launch_bounds__(THREADS) __global__
 void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
