@@ -7,7 +7,8 @@
 //! starved, priorities *age*: an item's effective priority grows by one level
 //! for every `aging` it has waited, and a level whose oldest item has waited
 //! long enough is served before a higher one (ties go to the higher level).
-//! With one priority for every item an edge is a plain FIFO.
+//! Aging stops just below [`CRITICAL`]: waiting never puts anything ahead of
+//! a WinningPoSt. With one priority for every item an edge is a plain FIFO.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -21,11 +22,24 @@ pub const LEVELS: usize = 8;
 /// How fast waiting items gain priority unless the runtime is told otherwise.
 pub const DEFAULT_AGING: Duration = Duration::from_secs(60);
 
+/// The level of work that must never wait behind aged work: curio's
+/// CRITICAL, a WinningPoSt that loses a block reward if it misses its epoch.
+pub const CRITICAL: usize = 4;
+
+/// How far aging lifts an item below [`CRITICAL`]: above every HIGH item
+/// that arrived later, never level with a CRITICAL one.
+const AGED_CEILING: f64 = CRITICAL as f64 - 0.5;
+
 /// A waiting item's effective priority: its level plus one for every
-/// `aging` it has waited. The engine's edges and source and the daemon's
-/// admission queue all order by it, so low priorities are never starved.
+/// `aging` it has waited, capped just below [`CRITICAL`] (items at or above
+/// it do not age). The engine's edges and source and the daemon's admission
+/// queue all order by it, so low priorities are never starved and never
+/// overtake a WinningPoSt.
 pub fn aged_priority(level: usize, waited: Duration, aging: Duration) -> f64 {
-    level as f64 + waited.as_secs_f64() / aging.as_secs_f64().max(1e-9)
+    if level >= CRITICAL {
+        return level as f64;
+    }
+    (level as f64 + waited.as_secs_f64() / aging.as_secs_f64().max(1e-9)).min(AGED_CEILING)
 }
 
 /// Something an edge can order.
@@ -296,5 +310,24 @@ mod tests {
         tx.send(P(3, 1)).await.unwrap();
         assert_eq!(rx.recv().await.unwrap().1, 0, "the old low item goes first");
         assert_eq!(rx.recv().await.unwrap().1, 1);
+    }
+
+    #[tokio::test]
+    async fn aged_items_never_overtake_critical() {
+        let (tx, rx) = bounded(8, Duration::from_millis(10));
+        tx.send(P(0, 0)).await.unwrap();
+        tx.send(P(2, 1)).await.unwrap();
+        // Thirty levels of aging: still below a fresh CRITICAL item.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        tx.send(P(CRITICAL as u8, 2)).await.unwrap();
+        tx.send(P(3, 3)).await.unwrap();
+        assert_eq!(rx.recv().await.unwrap().1, 2, "CRITICAL first");
+        // The aged items, level with each other at the ceiling, go in
+        // level order, and both before the fresh HIGH one.
+        assert_eq!(rx.recv().await.unwrap().1, 1);
+        assert_eq!(rx.recv().await.unwrap().1, 0);
+        assert_eq!(rx.recv().await.unwrap().1, 3);
+        let capped = aged_priority(1, Duration::from_secs(3600), Duration::from_secs(1));
+        assert!(capped < CRITICAL as f64 && capped > 3.0, "{capped}");
     }
 }

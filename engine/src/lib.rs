@@ -26,7 +26,7 @@ pub mod timeline;
 pub mod vocab;
 
 pub use arena::{ArenaLease, ArenaPool, ArenaStats, ArenaView, LayoutBuilder, PageLocker, Region};
-pub use edge::{DEFAULT_AGING, LEVELS as PRIORITY_LEVELS, aged_priority};
+pub use edge::{CRITICAL, DEFAULT_AGING, LEVELS as PRIORITY_LEVELS, aged_priority};
 pub use graph::{
     EdgeSpec, GraphError, GraphSpec, NodeSpec, Placement, ResourceKind, ResourceSpec, Role, SOURCE,
     Scope,

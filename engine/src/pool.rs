@@ -70,7 +70,8 @@ pub(crate) async fn run_on<R: Send + 'static>(
         .unwrap_or_else(|_| Err("the CPU pool dropped the task".into()))
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// What a caught panic said ("panicked: <message>").
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         format!("panicked: {s}")
     } else if let Some(s) = payload.downcast_ref::<String>() {
