@@ -281,9 +281,12 @@ impl Engine {
             }
         }
         let metrics = crate::metrics::MetricsObserver::new(&spec.name, &arenas);
+        // One aging for the daemon's admission and every edge of the graph.
+        let aging = std::time::Duration::from_secs(config.daemon.aging_s.max(1));
         let mut builder = RuntimeBuilder::new(spec, stages, pools)
             .arenas(arenas.clone())
             .devices(devices)
+            .aging(aging)
             .observer(Arc::new(metrics));
         if let Some(ctx) = &gpu {
             builder = builder.leases(Arc::new(cuzk_stages::gpu::GpuLeases(ctx.clone())));

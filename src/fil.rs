@@ -31,28 +31,41 @@ pub enum FilProveError {
     Engine(#[from] ProveError),
     #[error("loading the parameters: {0:#}")]
     Srs(anyhow::Error),
+    /// Filecoin's verifier panicked: the proof is not handed out.
+    #[error("checking the proof with Filecoin's verifier: {0}")]
+    VerifierPanicked(String),
 }
 
 /// Submits a Filecoin job and returns what the engine job will resolve to.
 pub fn submit(
     engine: &Engine,
     srs: &SrsCache,
-    mut job: FilJob,
+    job: FilJob,
     priority: u8,
 ) -> Result<Submitted, FilProveError> {
     let loaded = srs.get(&job.params).map_err(FilProveError::Srs)?;
+    Ok(submit_loaded(engine, loaded, job, priority))
+}
+
+/// Submits a Filecoin job with its parameters already loaded.
+pub fn submit_loaded(
+    engine: &Engine,
+    loaded: crate::srs_cache::Loaded,
+    mut job: FilJob,
+    priority: u8,
+) -> Submitted {
     let mut parts = Job::new(loaded.srs.clone())
         .label(job.label.clone())
         .priority(priority);
     for c in std::mem::take(&mut job.circuits) {
         parts = parts.boxed_partition(c);
     }
-    Ok(Submitted {
+    Submitted {
         handle: engine.submit(parts),
         job,
         srs: loaded.srs,
         srs_load: loaded.load_time,
-    })
+    }
 }
 
 /// A submitted Filecoin job.
@@ -73,9 +86,20 @@ impl Submitted {
             .iter()
             .map(|p| p.public_inputs.clone())
             .collect();
-        let bytes = self.job.finish(&proofs, &inputs, &self.srs.pvk)?;
+        let (job, srs) = (self.job, self.srs);
+        let kind = job.kind;
+        // Filecoin's verifier takes from milliseconds to seconds: off the
+        // async workers, and a panic in it fails this job only.
+        let bytes = tokio::task::spawn_blocking(move || job.finish(&proofs, &inputs, &srs.pvk))
+            .await
+            .map_err(|e| match e.try_into_panic() {
+                Ok(panic) => {
+                    FilProveError::VerifierPanicked(cuzk_engine::pool::panic_message(&*panic))
+                }
+                Err(e) => FilProveError::VerifierPanicked(e.to_string()),
+            })??;
         Ok(FilProof {
-            kind: self.job.kind,
+            kind,
             bytes,
             partitions: out.partitions,
             srs_load: self.srs_load,

@@ -145,6 +145,9 @@ pub fn render() -> String {
 /// Must run inside a tokio runtime.
 pub fn serve(addr: SocketAddr) -> anyhow::Result<()> {
     recorder()?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "metrics.listen is off loopback and unauthenticated: anyone who reaches it reads the metrics");
+    }
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("serving metrics on {addr} (`metrics.listen`): {e}"))?;
     listener.set_nonblocking(true)?;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use cuzk_stages::Srs;
@@ -41,6 +41,9 @@ pub struct SrsCache {
     slots: Mutex<HashMap<PathBuf, Arc<Mutex<Slot>>>>,
     /// Host bytes kept loaded before idle SRSs are evicted (0 = no limit).
     budget: usize,
+    /// SRSs evicted while jobs still held them: loading the file again
+    /// takes that copy back rather than reading a second one beside it.
+    evicted: Mutex<HashMap<PathBuf, Weak<Srs>>>,
 }
 
 impl SrsCache {
@@ -56,6 +59,7 @@ impl SrsCache {
         Self {
             slots: Mutex::default(),
             budget,
+            evicted: Mutex::default(),
         }
     }
 
@@ -76,6 +80,14 @@ impl SrsCache {
         if let Some(srs) = held.srs.as_ref() {
             return Ok(Loaded {
                 srs: srs.clone(),
+                load_time: Duration::ZERO,
+            });
+        }
+        let still_used = self.evicted.lock().unwrap().remove(path);
+        if let Some(srs) = still_used.and_then(|w| w.upgrade()) {
+            held.srs = Some(srs.clone());
+            return Ok(Loaded {
+                srs,
                 load_time: Duration::ZERO,
             });
         }
@@ -126,7 +138,26 @@ impl SrsCache {
     /// was loaded.
     pub fn evict(&self, path: &Path) -> Option<Arc<Srs>> {
         let slot = self.slots.lock().unwrap().remove(path)?;
-        slot.lock().unwrap().srs.take()
+        let srs = slot.lock().unwrap().srs.take()?;
+        let mut evicted = self.evicted.lock().unwrap();
+        evicted.retain(|_, w| w.strong_count() > 0);
+        evicted.insert(path.to_path_buf(), Arc::downgrade(&srs));
+        Some(srs)
+    }
+
+    /// Host bytes of every SRS loaded, those evicted but still in use
+    /// included (they are freed only when their last job ends).
+    pub fn resident_bytes(&self) -> usize {
+        let loaded: usize = self.entries().iter().map(|e| e.bytes).sum();
+        let evicted: usize = self
+            .evicted
+            .lock()
+            .unwrap()
+            .values()
+            .filter_map(Weak::upgrade)
+            .map(|s| s.memory_bytes())
+            .sum();
+        loaded + evicted
     }
 
     /// Every loaded SRS, most recently used first.

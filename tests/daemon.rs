@@ -535,3 +535,309 @@ async fn a_client_that_drops_its_prove_call_cancels_the_job() {
     assert!(verify::winning(&r.proof), "{}", r.error_message);
     running.shutdown(Duration::from_secs(5)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_names_a_job_only_with_its_inputs() {
+    let (running, mut c) = daemon(config("127.0.0.1:0")).await;
+    let assembled = |r: &Running| {
+        r.core
+            .engine
+            .status()
+            .nodes
+            .iter()
+            .find(|n| n.name == "assemble")
+            .unwrap()
+            .done
+    };
+
+    // Eight concurrent submits of one id and one payload: one job, one proof.
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let mut c = c.clone();
+            tokio::spawn(async move { prove(&mut c, req(ProofKind::WindowPost, "sector-7")).await })
+        })
+        .collect();
+    let mut proofs = vec![];
+    for call in calls {
+        let r = call.await.unwrap();
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{}",
+            r.error_message
+        );
+        assert_eq!(r.job_id, "sector-7");
+        proofs.push(r.proof);
+    }
+    assert!(proofs.windows(2).all(|w| w[0] == w[1]), "byte-identical");
+    assert!(verify::window(&proofs[0]));
+    assert_eq!(assembled(&running), 1, "one engine job for eight calls");
+
+    // The same id with other inputs (a redo, or another client's request):
+    // a new job with an id of its own, whose proof verifies for *its*
+    // request; the first proof is never returned for it.
+    let other = prove(&mut c, req(ProofKind::WinningPost, "sector-7")).await;
+    assert_eq!(
+        other.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        other.error_message
+    );
+    assert_ne!(other.job_id, "sector-7");
+    assert!(other.job_id.starts_with("sector-7@"), "{}", other.job_id);
+    assert_ne!(other.proof, proofs[0]);
+    assert!(
+        verify::winning(&other.proof),
+        "the proof is for the request that got it"
+    );
+    assert_eq!(assembled(&running), 2);
+    // Each id still answers with its own job's proof, and the first inputs
+    // again are the first job.
+    let first = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: "sector-7".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.proof, proofs[0]);
+    let again = c
+        .submit_proof(req(ProofKind::WindowPost, "sector-7"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, "sector-7");
+    let again = c
+        .submit_proof(req(ProofKind::WinningPost, "sector-7"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.job_id, other.job_id);
+    assert_eq!(assembled(&running), 2, "no proof made twice");
+
+    // Ids clients cannot send: log injection, floods, our own separator.
+    for (id, want) in [
+        ("a\nb", "request_id: contains"),
+        ("x@y", "request_id: contains '@'"),
+        (&"x".repeat(300)[..], "request_id: is 300 bytes"),
+    ] {
+        let e = c
+            .submit_proof(req(ProofKind::WinningPost, id))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(e.message().contains(want), "{}", e.message());
+    }
+
+    // Id-less requests get ids that a restart does not hand out again.
+    let before = c
+        .submit_proof(req(ProofKind::WinningPost, ""))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let cfg = running.core.config.clone();
+    running.shutdown(Duration::from_secs(60)).await.unwrap();
+    let (running, mut c) = daemon(cfg).await;
+    let after = c
+        .submit_proof(req(ProofKind::WinningPost, ""))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    assert!(before.starts_with("winning-post-auto-"), "{before}");
+    assert_ne!(before, after, "auto ids are unique across restarts");
+    let e = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: before,
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.code(),
+        Code::NotFound,
+        "a pre-restart id names nothing now"
+    );
+    running.shutdown(Duration::from_secs(60)).await.unwrap();
+}
+
+/// One malformed request of the chaos mix and the words its refusal names.
+fn malformed(which: usize) -> (SubmitProofRequest, &'static str) {
+    let mut r = req(ProofKind::Porep, &format!("bad-{which}"));
+    let want = match which % 5 {
+        0 => {
+            r = req(ProofKind::WindowPost, "bad-vanilla");
+            r.vanilla_proofs[0] = vec![1, 2, 3];
+            "vanilla_proofs[0]: is not a bincode"
+        }
+        1 => {
+            // Two bytes an element: a generic JSON tree would take 16 times it.
+            r.vanilla_proof = format!("[{}0]", "0,".repeat(1 << 19)).into_bytes();
+            "vanilla_proof: the C1 input: is not a JSON object"
+        }
+        2 => {
+            r.vanilla_proof = format!("{}{}", "[".repeat(200), "]".repeat(200)).into_bytes();
+            "vanilla_proof: the C1 input"
+        }
+        3 => {
+            r.request_id = "porep-1\u{1b}[31m-forged".into();
+            "request_id: contains"
+        }
+        _ => {
+            r.registered_proof = 99;
+            "registered_proof: 99"
+        }
+    };
+    (r, want)
+}
+
+/// Mixed traffic from concurrent clients, seeded: PoSt proofs under fresh
+/// ids, the same ids again, one id shared by requests with other inputs,
+/// malformed requests, cancels, parameter eviction and reloading while jobs
+/// run, and status polls throughout. Every completed proof must verify for
+/// the request that received it (I1); every accepted call answers once,
+/// never FAILED here and CANCELLED only when someone cancelled that job
+/// (I2); GetStatus answers within a second all along (I3); once quiet,
+/// nothing is held (I4); every malformed request is INVALID_ARGUMENT
+/// naming what is wrong (I6).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_chaos_keeps_every_invariant() {
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let (running, c) = daemon(config("127.0.0.1:0")).await;
+    let core = running.core.clone();
+    let cancelled: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let quiet = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (mut c, quiet) = (c.clone(), quiet.clone());
+        tokio::spawn(async move {
+            let mut slowest = Duration::ZERO;
+            while !quiet.load(Ordering::SeqCst) {
+                let t = std::time::Instant::now();
+                c.get_status(proto::GetStatusRequest {}).await.unwrap();
+                slowest = slowest.max(t.elapsed());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            slowest
+        })
+    };
+    let clients: Vec<_> = (0..6u64)
+        .map(|k| {
+            let (mut c, cancelled) = (c.clone(), cancelled.clone());
+            tokio::spawn(async move {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(k);
+                let mut mine: Vec<(String, ProofKind)> = vec![];
+                let (mut proved, mut refused) = (0, 0);
+                for step in 0..10 {
+                    let kind = if rng.gen_bool(0.5) {
+                        ProofKind::WindowPost
+                    } else {
+                        ProofKind::WinningPost
+                    };
+                    let roll = rng.gen_range(0..100);
+                    let (id, kind) = match roll {
+                        0..55 => (format!("chaos-{k}-{step}"), kind),
+                        55..68 if !mine.is_empty() => mine[rng.gen_range(0..mine.len())].clone(),
+                        55..80 => (format!("chaos-shared-{}", rng.gen_range(0..3)), kind),
+                        80..92 => {
+                            let (r, want) = malformed(rng.gen_range(0..5));
+                            let e = c.submit_proof(r).await.unwrap_err();
+                            assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+                            assert!(e.message().contains(want), "{want}: {}", e.message());
+                            refused += 1;
+                            continue;
+                        }
+                        92..96 => {
+                            if let Some((id, _)) = mine.get(rng.gen_range(0..mine.len().max(1))) {
+                                cancelled.lock().unwrap().insert(id.clone());
+                                let _ = c
+                                    .cancel_proof(proto::CancelProofRequest { job_id: id.clone() })
+                                    .await;
+                            }
+                            continue;
+                        }
+                        _ => {
+                            if rng.gen_bool(0.5) {
+                                c.evict_srs(proto::EvictSrsRequest {
+                                    circuit_id: "winning-2k".into(),
+                                })
+                                .await
+                                .unwrap();
+                            } else {
+                                c.preload_srs(proto::PreloadSrsRequest {
+                                    circuit_id: "winning-2k".into(),
+                                })
+                                .await
+                                .unwrap();
+                            }
+                            let e = c
+                                .preload_srs(proto::PreloadSrsRequest {
+                                    circuit_id: "/etc/passwd".into(),
+                                })
+                                .await
+                                .unwrap_err();
+                            assert_eq!(e.code(), Code::InvalidArgument);
+                            assert!(
+                                e.message()
+                                    .contains("is not a .params file in the parameter cache")
+                            );
+                            continue;
+                        }
+                    };
+                    let r = prove(&mut c, req(kind, &id)).await;
+                    match AwaitStatus::try_from(r.status).unwrap() {
+                        AwaitStatus::Completed => {
+                            let ok = match kind {
+                                ProofKind::WindowPost => verify::window(&r.proof),
+                                _ => verify::winning(&r.proof),
+                            };
+                            assert!(ok, "{} ({kind}) got a proof that is not its own", r.job_id);
+                            proved += 1;
+                        }
+                        AwaitStatus::Cancelled => assert!(
+                            cancelled.lock().unwrap().contains(&r.job_id),
+                            "{} was cancelled by no one",
+                            r.job_id
+                        ),
+                        other => panic!("{}: {other:?}: {}", r.job_id, r.error_message),
+                    }
+                    mine.push((r.job_id.clone(), kind));
+                }
+                (proved, refused)
+            })
+        })
+        .collect();
+    let (mut proved, mut refused) = (0, 0);
+    for client in clients {
+        let (p, r) = client.await.unwrap();
+        proved += p;
+        refused += r;
+    }
+    quiet.store(true, Ordering::SeqCst);
+    let slowest = watcher.await.unwrap();
+    eprintln!(
+        "chaos: {proved} proofs verified, {refused} malformed refused, slowest GetStatus {slowest:?}"
+    );
+    assert!(
+        proved >= 20 && refused >= 3,
+        "the mix ran ({proved}, {refused})"
+    );
+    assert!(
+        slowest < Duration::from_secs(1),
+        "GetStatus took {slowest:?}"
+    );
+    core.engine.idle().await;
+    assert_eq!(core.engine.arena_stats().in_use, 0, "arenas back");
+    assert_eq!(core.in_flight.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(core.queue.lock().unwrap().is_empty());
+    assert!(
+        core.jobs.all().iter().all(|j| j.outcome().is_some()),
+        "every job ended"
+    );
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+}

@@ -250,11 +250,17 @@ pub struct DaemonConfig {
     /// Host memory for loaded parameters (SRS) before the least recently used
     /// idle one is evicted (0 = auto: half of `memory.budget`).
     pub srs_budget: ByteSize,
-    /// Seconds a waiting job takes to gain one priority level (so low
-    /// priorities are not starved).
+    /// Seconds a waiting job takes to gain one priority level, in admission
+    /// and in every queue of the engine's graph (so low priorities are not
+    /// starved); aging stops below CRITICAL, so nothing overtakes a
+    /// WinningPoSt by waiting.
     pub aging_s: u64,
     /// Finished jobs remembered for AwaitProof and idempotent resubmission.
     pub keep_finished: usize,
+    /// Host memory that seals (PoRep, SnapDeals) leave free for WindowPoSt
+    /// and WinningPoSt, so a proof with a chain deadline is admitted beside
+    /// running seals; at most a quarter of the memory budget is held back.
+    pub reserve_post: ByteSize,
 }
 
 impl Default for DaemonConfig {
@@ -268,6 +274,7 @@ impl Default for DaemonConfig {
             srs_budget: ByteSize(0),
             aging_s: 60,
             keep_finished: 4096,
+            reserve_post: ByteSize::gib(4),
         }
     }
 }

@@ -35,6 +35,12 @@ impl ProofKind {
         }
     }
 
+    /// A proof of storage with a chain deadline (WindowPoSt, WinningPoSt):
+    /// admission lets it pass seals that wait for memory.
+    pub fn is_post(self) -> bool {
+        matches!(self, Self::WindowPost | Self::WinningPost)
+    }
+
     /// Short names too (`window`, `winning`), as `cuzk fil params --kinds` takes them.
     pub fn parse(s: &str) -> Result<Self, FilError> {
         match s {

@@ -10,7 +10,7 @@
 //! the engine, higher-priority partitions go first in every edge.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +30,14 @@ use crate::engine::{Engine, EngineOptions, ProveError};
 use crate::fil::{FilProof, FilProveError};
 use crate::srs_cache::SrsCache;
 
+/// How long the drain and the shutdown wait for the engine's stages to stop
+/// once every job has ended.
+pub const ENGINE_STOP: Duration = Duration::from_secs(30);
+
+/// MiB of request bodies validated at once (a 256 MiB C1 output takes a
+/// quarter); the rest wait their turn.
+const PARSING_MIB: u32 = 1024;
+
 /// Why a request was not accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
@@ -46,9 +54,36 @@ pub enum Refused {
     Internal(String),
 }
 
-/// Total host memory, from /proc/meminfo (0 if unknown).
+/// Host memory this process may use: the machine's (/proc/meminfo), or its
+/// cgroup's limit where that is lower (a container, a systemd
+/// `MemoryMax=`), so the budget is never larger than what the OOM killer
+/// allows. 0 if unknown.
 pub fn total_memory() -> u64 {
-    read_kib("/proc/meminfo", "MemTotal:") * 1024
+    let machine = read_kib("/proc/meminfo", "MemTotal:") * 1024;
+    match cgroup_limit() {
+        Some(limit) if machine == 0 || limit < machine => limit,
+        _ => machine,
+    }
+}
+
+/// The tightest memory limit of this process's cgroup and its ancestors
+/// (cgroup v2 `memory.max`; v1 `memory.limit_in_bytes`), if any is set.
+fn cgroup_limit() -> Option<u64> {
+    let read = |f: &str| std::fs::read_to_string(f).ok()?.trim().parse::<u64>().ok();
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut limits = vec![];
+    if let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) {
+        let mut dir = std::path::PathBuf::from(format!("/sys/fs/cgroup{}", path.trim()));
+        loop {
+            limits.extend(read(&format!("{}/memory.max", dir.display())));
+            if !dir.pop() || !dir.starts_with("/sys/fs/cgroup") {
+                break;
+            }
+        }
+    }
+    // v1 reports "no limit" as a huge number, which the minimum ignores.
+    limits.extend(read("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+    limits.into_iter().min()
 }
 
 /// This process's resident set and its peak, in bytes.
@@ -81,6 +116,8 @@ pub struct Core {
     pub queue: Mutex<PendingQueue>,
     /// Host bytes admission may hand out.
     pub budget: u64,
+    /// Of `budget`, what only PoSt may take (`daemon.reserve_post`).
+    reserve_post: u64,
     /// Host bytes admitted jobs hold.
     pub in_flight: AtomicU64,
     pub started: Instant,
@@ -92,6 +129,14 @@ pub struct Core {
     wake: Notify,
     loading: Mutex<HashSet<PathBuf>>,
     draining: AtomicBool,
+    /// Held shared by each submit from its draining check to its insert,
+    /// and exclusively by the drain once it has set `draining`: no submit
+    /// can be accepted after the drain has counted the unfinished jobs.
+    submit_gate: tokio::sync::RwLock<()>,
+    /// MiB of request bodies being hashed and parsed at once: a parse holds
+    /// several times its body, so this bounds what a burst of large
+    /// requests can take before any of them is admitted.
+    parsing: tokio::sync::Semaphore,
     /// Partitions of one job the engine holds at once at most.
     partitions_in_flight: usize,
 }
@@ -131,6 +176,7 @@ impl Core {
                 config.daemon.aging_s,
             ))),
             budget,
+            reserve_post: config.daemon.reserve_post.bytes().min(budget / 4),
             in_flight: AtomicU64::new(0),
             started: Instant::now(),
             completed: AtomicU64::new(0),
@@ -140,6 +186,8 @@ impl Core {
             wake: Notify::new(),
             loading: Mutex::default(),
             draining: AtomicBool::new(false),
+            submit_gate: tokio::sync::RwLock::new(()),
+            parsing: tokio::sync::Semaphore::new(PARSING_MIB as usize),
             partitions_in_flight,
             config,
         });
@@ -159,17 +207,34 @@ impl Core {
     }
 
     /// Validates and queues a request; the job and its place in the queue
-    /// (0 once it left the queue). The same request id returns the same job.
+    /// (0 once it left the queue). The same request id with the same inputs
+    /// returns the same job; with other inputs it is a new job.
     pub async fn submit(
         self: &Arc<Self>,
-        mut req: SubmitProofRequest,
+        req: SubmitProofRequest,
         by_prove: bool,
     ) -> Result<(Arc<JobEntry>, u32), Refused> {
         if self.is_draining() {
             return Err(Refused::Draining);
         }
-        if let Some(old) = self.jobs.get(&req.request_id)
-            && old.outcome().is_none_or(|o| o.ending == Ending::Completed)
+        let _gate = self.submit_gate.read().await;
+        if self.is_draining() {
+            return Err(Refused::Draining);
+        }
+        request::check_request_id(&req.request_id).map_err(Refused::Invalid)?;
+        let body = req.vanilla_proof.len() + req.vanilla_proofs.iter().map(Vec::len).sum::<usize>();
+        let _parsing = self
+            .parsing
+            .acquire_many(((body >> 20) as u32 + 1).min(PARSING_MIB))
+            .await
+            .map_err(|e| Refused::Internal(e.to_string()))?;
+        // Hashing (and below, parsing) a large C1 output takes a while: off
+        // the async workers.
+        let (digest, req) = tokio::task::spawn_blocking(move || (request::digest(&req), req))
+            .await
+            .map_err(|e| Refused::Internal(format!("validating the request: {e}")))?;
+        if !req.request_id.is_empty()
+            && let Some(old) = self.jobs.existing(&req.request_id, &digest)
         {
             return Ok((old.clone(), self.position(&old)));
         }
@@ -179,21 +244,21 @@ impl Core {
                 "{max} jobs are already waiting for admission (`daemon.max_queued`); retry later"
             )));
         }
-        let parse_req = std::mem::take(&mut req.vanilla_proof);
-        let vanilla_proofs = std::mem::take(&mut req.vanilla_proofs);
         let request_id = req.request_id.clone();
-        let parsed = tokio::task::spawn_blocking(move || {
-            req.vanilla_proof = parse_req;
-            req.vanilla_proofs = vanilla_proofs;
-            request::parse(&req)
-        })
-        .await
-        .map_err(|e| Refused::Internal(format!("validating the request: {e}")))?
-        .map_err(|e| match e {
-            cuzk_filecoin::FilError::Other(e) => Refused::Internal(format!("{e:#}")),
-            e => Refused::Invalid(e.to_string()),
-        })?;
-        let id = if request_id.is_empty() {
+        let parsed = tokio::task::spawn_blocking(move || request::parse(&req))
+            .await
+            .map_err(|e| Refused::Internal(format!("validating the request: {e}")))?
+            // Building the circuits is a function of the inputs and the
+            // parameters: whatever fails there fails again on a retry, so
+            // it is the request's fault (INVALID_ARGUMENT), not INTERNAL,
+            // which clients retry for ever.
+            .map_err(|e| match e {
+                cuzk_filecoin::FilError::Other(e) => {
+                    Refused::Invalid(format!("the request's inputs: {e:#}"))
+                }
+                e => Refused::Invalid(e.to_string()),
+            })?;
+        let request_id = if request_id.is_empty() {
             self.jobs.fresh_id(parsed.kind)
         } else {
             request_id
@@ -206,10 +271,11 @@ impl Core {
             },
             fil.params.clone(),
         );
-        // Timelines, traces and the status page name the job by its id.
-        fil.label = id.clone();
-        let entry = JobEntry::new(id, fil, parsed.priority, by_prove);
-        let (entry, fresh) = self.jobs.insert_or_existing(entry);
+        let (entry, fresh) = self.jobs.insert_or_existing(&request_id, &digest, |id| {
+            // Timelines, traces and the status page name the job by its id.
+            fil.label = id.clone();
+            JobEntry::new(id, digest, fil, parsed.priority, by_prove, body as u64)
+        });
         if fresh {
             self.queue.lock().unwrap().push(entry.clone());
             tracing::info!(job = %entry.id, kind = %entry.kind, priority = entry.priority, partitions = entry.partitions, "job queued");
@@ -239,17 +305,11 @@ impl Core {
             })
     }
 
-    /// The parameter file a circuit id (`porep-32g`) or a path names.
+    /// The parameter file a circuit id (`porep-32g`) or a path names. A
+    /// path must lead to a `.params` file inside the parameter cache.
     fn resolve(&self, circuit: &str) -> Result<PathBuf, String> {
         if circuit.contains('/') || circuit.ends_with(".params") {
-            let path = PathBuf::from(circuit);
-            return if path.is_file() {
-                Ok(path)
-            } else {
-                Err(format!(
-                    "circuit_id: the parameter file {circuit} does not exist"
-                ))
-            };
+            return cached_param_file(circuit, &cuzk_filecoin::params::cache_dir());
         }
         let id = CircuitId::parse(circuit)?;
         let path =
@@ -287,8 +347,15 @@ impl Core {
             let Some(srs) = core.srs.evict(&path) else {
                 return Ok((false, 0));
             };
-            let freed = srs.memory_bytes() + core.engine.evict_srs_from_devices(&srs);
-            Ok((true, freed as u64))
+            let device = core.engine.evict_srs_from_devices(&srs);
+            // Jobs still running hold the host copy: it is freed when the
+            // last of them ends, and a load meanwhile takes it back.
+            let host = if Arc::strong_count(&srs) == 1 {
+                srs.memory_bytes()
+            } else {
+                0
+            };
+            Ok((true, (host + device) as u64))
         })
         .await
         .map_err(|e| e.to_string())?
@@ -342,9 +409,27 @@ impl Core {
     /// and every second so aging takes effect.
     async fn admit_forever(self: Arc<Self>) {
         loop {
-            self.admit();
+            // A panic in one round of admission must not leave a daemon that
+            // accepts jobs and never runs them: it is logged and the next
+            // round runs.
+            let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.admit()));
+            if let Err(panic) = round {
+                tracing::error!(
+                    "admission {}; it goes on with the next round",
+                    cuzk_engine::pool::panic_message(&*panic)
+                );
+            }
             let _ = tokio::time::timeout(Duration::from_secs(1), self.wake.notified()).await;
         }
+    }
+
+    /// Of the memory budget, what partitions in flight may hold now: the
+    /// rest is taken by loaded parameters (host copies) and by the inputs of
+    /// queued jobs.
+    pub fn partition_room(&self) -> u64 {
+        let srs = self.srs.resident_bytes() as u64;
+        let queued = self.queue.lock().unwrap().input_bytes();
+        self.budget.saturating_sub(srs + queued)
     }
 
     /// Host bytes one partition of `job` takes, if its parameters are loaded.
@@ -356,8 +441,16 @@ impl Core {
 
     fn admit(self: &Arc<Self>) {
         let waiting = self.queue.lock().unwrap().ordered();
+        // Once a job does not fit, only PoSt passes it: strict order keeps a
+        // large PoRep from being starved by smaller ones, but a WinningPoSt
+        // or WindowPoSt must never wait for a PoRep's memory.
+        let mut blocked = false;
         for job in waiting {
-            let Some((_, per_partition)) = self.partition_bytes(&job) else {
+            let post = job.kind.is_post();
+            if blocked && !post {
+                continue;
+            }
+            let Some((srs, per_partition)) = self.partition_bytes(&job) else {
                 job.srs_wait_from
                     .lock()
                     .unwrap()
@@ -376,12 +469,21 @@ impl Core {
                 self.end(&job, job.ended(Ending::Failed, why));
                 continue;
             }
+            // One account: partitions get what loaded parameters and queued
+            // inputs leave of the budget. PoSt may use all of it; other
+            // work leaves `daemon.reserve_post` free for it.
+            let room = self.partition_room();
+            let limit = if post {
+                room
+            } else {
+                room.saturating_sub(self.reserve_post)
+            };
             let held = self.in_flight.load(Ordering::SeqCst);
-            if held > 0 && held + bytes > self.budget {
-                // Strict order: nothing behind the head overtakes it for memory.
-                return;
+            if held > 0 && held + bytes > limit {
+                blocked = true;
+                continue;
             }
-            self.start_job(job, bytes);
+            self.start_job(job, srs, bytes);
         }
     }
 
@@ -396,18 +498,29 @@ impl Core {
             if let Err(e) = result {
                 let why = format!("loading the parameters {}: {e:#}", path.display());
                 tracing::error!("{why}");
-                for job in core.queue.lock().unwrap().ordered() {
-                    if job.params == path {
-                        core.queue.lock().unwrap().remove(&job.id);
-                        core.end(&job, job.ended(Ending::Failed, why.clone()));
-                    }
+                // Taken out under one lock, ended after it is released
+                // (ending a job takes other locks).
+                let failed: Vec<_> = {
+                    let mut queue = core.queue.lock().unwrap();
+                    let ids: Vec<String> = queue
+                        .ordered()
+                        .iter()
+                        .filter(|j| j.params == path)
+                        .map(|j| j.id.clone())
+                        .collect();
+                    ids.iter().filter_map(|id| queue.remove(id)).collect()
+                };
+                for job in failed {
+                    core.end(&job, job.ended(Ending::Failed, why.clone()));
                 }
             }
             core.wake.notify_one();
         });
     }
 
-    fn start_job(self: &Arc<Self>, job: Arc<JobEntry>, bytes: u64) {
+    /// Hands an admitted job to the engine with the parameters admission
+    /// found loaded (never a load here: admission must not block on one).
+    fn start_job(self: &Arc<Self>, job: Arc<JobEntry>, srs: Arc<cuzk_stages::Srs>, bytes: u64) {
         if self.queue.lock().unwrap().remove(&job.id).is_none() {
             return; // cancelled meanwhile
         }
@@ -421,13 +534,11 @@ impl Core {
                 }
             }
         };
-        let submitted = match crate::fil::submit(&self.engine, &self.srs, *fil, job.priority) {
-            Ok(s) => s,
-            Err(e) => {
-                self.end(&job, job.ended(Ending::Failed, e.to_string()));
-                return;
-            }
+        let loaded = crate::srs_cache::Loaded {
+            srs,
+            load_time: Duration::ZERO,
         };
+        let submitted = crate::fil::submit_loaded(&self.engine, loaded, *fil, job.priority);
         let canceller = submitted.handle.canceller();
         *job.phase.lock().unwrap() = Phase::Running(canceller.clone());
         if job.cancel_requested.load(Ordering::SeqCst) {
@@ -441,13 +552,16 @@ impl Core {
             .unwrap()
             .map_or(Duration::ZERO, |t| t.elapsed());
         tracing::info!(job = %job.id, kind = %job.kind, mib = bytes >> 20, "job admitted");
-        let core = self.clone();
+        let admitted = Admitted {
+            core: self.clone(),
+            job: job.clone(),
+            bytes,
+        };
         tokio::spawn(async move {
             let result = submitted.finish().await;
-            core.in_flight.fetch_sub(bytes, Ordering::SeqCst);
-            let outcome = core.outcome(&job, result, srs_load);
-            core.end(&job, outcome);
-            core.wake.notify_one();
+            let outcome = admitted.core.outcome(&job, result, srs_load);
+            admitted.core.end(&job, outcome);
+            // `admitted` goes here, handing the bytes back and waking admission.
         });
     }
 
@@ -476,6 +590,9 @@ impl Core {
     pub async fn drain(&self, timeout: Duration) {
         self.draining.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + timeout;
+        // Submits already past their draining check finish inserting first;
+        // every later one sees `draining`.
+        drop(self.submit_gate.write().await);
         let unfinished = || {
             self.jobs
                 .all()
@@ -501,7 +618,64 @@ impl Core {
             );
             self.end(&job, job.ended(Ending::Failed, why));
         }
-        self.engine.idle().await;
+        // Cancelled partitions stop at their next stage boundary; a stage that
+        // never returns (a hung GPU) must not hold the exit for ever.
+        if tokio::time::timeout(ENGINE_STOP, self.engine.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "the engine did not go idle within {} s after the drain; exiting anyway",
+                ENGINE_STOP.as_secs()
+            );
+        }
+    }
+}
+
+/// A parameter file PreloadSRS or EvictSRS names by path: only a regular
+/// `.params` file inside the parameter cache `cache`, however it is spelled
+/// (`..`, symlinks, relative to the cache), and under the spelling jobs use
+/// (the cache's own path joined with the file's place in it), so one file is
+/// one cache entry. Anything else gets one answer, whether it exists or not:
+/// a caller learns nothing about files outside the cache, and the daemon
+/// never opens them (no FIFO to hang on, no file to map that others write).
+fn cached_param_file(given: &str, cache: &Path) -> Result<PathBuf, String> {
+    let refused = || {
+        format!(
+            "circuit_id: `{given}` is not a .params file in the parameter cache {}; name a circuit (porep-32g, wpost-2k, ...) or a file there",
+            cache.display()
+        )
+    };
+    let path = cache.join(given); // an absolute `given` replaces the cache
+    let real_cache = cache.canonicalize().map_err(|_| refused())?;
+    let real = path.canonicalize().map_err(|_| refused())?;
+    let inside = real.strip_prefix(&real_cache).map_err(|_| refused())?;
+    let regular = std::fs::symlink_metadata(&real).is_ok_and(|m| m.file_type().is_file());
+    if !regular || real.extension().is_none_or(|e| e != "params") {
+        return Err(refused());
+    }
+    Ok(cache.join(inside))
+}
+
+/// An admitted job's hold on the memory budget. Dropped when its
+/// completion task ends, however it ends: a panic there fails the job (its
+/// waiters hear why) rather than leaving it unanswered and its bytes held.
+struct Admitted {
+    core: Arc<Core>,
+    job: Arc<JobEntry>,
+    bytes: u64,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.core.in_flight.fetch_sub(self.bytes, Ordering::SeqCst);
+        if self.job.outcome().is_none() {
+            let why = "the daemon's completion task for this job stopped unexpectedly (a panic; see the daemon's log)";
+            tracing::error!(job = %self.job.id, "{why}");
+            self.core
+                .end(&self.job, self.job.ended(Ending::Failed, why.into()));
+        }
+        self.core.wake.notify_one();
     }
 }
 
@@ -529,5 +703,63 @@ fn timings(job: &JobEntry, proof: &FilProof, srs_load: Duration) -> Timings {
         synthesis,
         gpu_compute,
         total: job.submitted.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preload_paths_stay_inside_the_parameter_cache() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::write(cache.join("v28-a.params"), b"x").unwrap();
+        std::fs::write(cache.join("v28-a.vk"), b"x").unwrap();
+        std::fs::write(root.path().join("outside.params"), b"x").unwrap();
+        std::os::unix::fs::symlink(
+            root.path().join("outside.params"),
+            cache.join("link.params"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(cache.join("v28-a.params"), cache.join("alias.params")).unwrap();
+        let fifo = cache.join("fifo.params");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a C string that lives through the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::fs::create_dir(cache.join("dir.params")).unwrap();
+
+        let want = cache.join("v28-a.params");
+        let outside = root.path().join("outside.params");
+        let dotdot = format!("{}/../cache/v28-a.params", cache.display());
+        for (given, ok) in [
+            ("v28-a.params", true),
+            (want.to_str().unwrap(), true),
+            (dotdot.as_str(), true),
+            ("alias.params", true),
+            (outside.to_str().unwrap(), false),
+            ("link.params", false),
+            ("../outside.params", false),
+            ("v28-a.vk", false),
+            ("fifo.params", false),
+            ("dir.params", false),
+            ("missing.params", false),
+            ("/etc/passwd", false),
+        ] {
+            match cached_param_file(given, &cache) {
+                Ok(p) => {
+                    assert!(ok, "{given} was accepted");
+                    assert_eq!(p, want, "{given}: one spelling per file");
+                }
+                Err(e) => {
+                    assert!(!ok, "{given}: {e}");
+                    assert!(
+                        e.contains("is not a .params file in the parameter cache"),
+                        "{e}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -1,5 +1,8 @@
 //! The daemon's jobs: what each request became, where it is, and how it ended.
-//! Job ids are curio's request ids, so they are also idempotency keys.
+//! A job is named by curio's request id together with the digest of what the
+//! request asks for: the same id and inputs are the same job (idempotent
+//! resubmission); the same id with other inputs is a new job, with an id of
+//! its own (`<request id>@<digest prefix>`), and never the first one's proof.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -73,6 +76,11 @@ impl Phase {
 /// One job.
 pub struct JobEntry {
     pub id: String,
+    /// SHA-256 of what the request asks for ([`super::request::digest`]).
+    pub digest: [u8; 32],
+    /// Bytes of its request's inputs, counted against the memory budget
+    /// while it waits (its built circuits hold about as much).
+    pub input_bytes: u64,
     pub kind: ProofKind,
     pub sector_size: u64,
     pub priority: u8,
@@ -95,9 +103,18 @@ pub struct JobEntry {
 }
 
 impl JobEntry {
-    pub fn new(id: String, job: FilJob, priority: u8, made_by_prove: bool) -> Arc<Self> {
+    pub fn new(
+        id: String,
+        digest: [u8; 32],
+        job: FilJob,
+        priority: u8,
+        made_by_prove: bool,
+        input_bytes: u64,
+    ) -> Arc<Self> {
         Arc::new(Self {
             id,
+            digest,
+            input_bytes,
             kind: job.kind,
             sector_size: job.sector_size,
             priority,
@@ -155,6 +172,12 @@ impl JobEntry {
         got.ok().and_then(|o| o.clone())
     }
 
+    /// Failed or cancelled: the same request again proves afresh.
+    pub fn may_retry(&self) -> bool {
+        self.outcome()
+            .is_some_and(|o| o.ending != Ending::Completed)
+    }
+
     pub fn ended(&self, ending: Ending, error: String) -> Outcome {
         Outcome {
             ending,
@@ -175,6 +198,8 @@ pub struct JobTable {
     finished: Mutex<VecDeque<String>>,
     keep: usize,
     next: AtomicUsize,
+    /// Random per process, so automatic ids never repeat across restarts.
+    boot: u32,
 }
 
 impl JobTable {
@@ -184,30 +209,67 @@ impl JobTable {
             finished: Mutex::default(),
             keep: keep.max(1),
             next: AtomicUsize::new(1),
+            boot: rand::random(),
         }
     }
 
-    /// An id for a request that brought none.
+    /// An id for a request that brought none: `<kind>-auto-<boot>-<n>`,
+    /// unique across restarts (`<boot>` is drawn at start).
     pub fn fresh_id(&self, kind: ProofKind) -> String {
-        format!("{kind}-auto-{}", self.next.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "{kind}-auto-{:08x}-{}",
+            self.boot,
+            self.next.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<JobEntry>> {
         self.jobs.lock().unwrap().get(id).cloned()
     }
 
-    /// Inserts `entry` unless a job of its id exists that is not failed or
-    /// cancelled (that one is returned: the same request id is the same
-    /// job); a failed or cancelled one is replaced, so a retry proves again.
-    pub fn insert_or_existing(&self, entry: Arc<JobEntry>) -> (Arc<JobEntry>, bool) {
-        let mut jobs = self.jobs.lock().unwrap();
-        if let Some(old) = jobs.get(&entry.id) {
-            let retry = old.outcome().is_some_and(|o| o.ending != Ending::Completed);
-            if !retry {
-                return (old.clone(), false);
+    /// The job id a request gets: its request id, unless a job of other
+    /// inputs already holds it; then the request id with a digest prefix.
+    fn id_for(
+        jobs: &HashMap<String, Arc<JobEntry>>,
+        request_id: &str,
+        digest: &[u8; 32],
+    ) -> String {
+        match jobs.get(request_id) {
+            Some(old) if old.digest != *digest => {
+                let prefix: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+                format!("{request_id}@{prefix}")
             }
+            _ => request_id.to_string(),
         }
-        jobs.insert(entry.id.clone(), entry.clone());
+    }
+
+    /// The job this request id and digest already made, unless it failed or
+    /// was cancelled (then the request proves afresh).
+    pub fn existing(&self, request_id: &str, digest: &[u8; 32]) -> Option<Arc<JobEntry>> {
+        let jobs = self.jobs.lock().unwrap();
+        let old = jobs.get(&Self::id_for(&jobs, request_id, digest))?;
+        (old.digest == *digest && !old.may_retry()).then(|| old.clone())
+    }
+
+    /// The job for `request_id` and `digest`: the existing one (see
+    /// [`JobTable::existing`]), else a new one `make` builds with its id
+    /// (true: it is new and must be queued).
+    pub fn insert_or_existing(
+        &self,
+        request_id: &str,
+        digest: &[u8; 32],
+        make: impl FnOnce(String) -> Arc<JobEntry>,
+    ) -> (Arc<JobEntry>, bool) {
+        let mut jobs = self.jobs.lock().unwrap();
+        let id = Self::id_for(&jobs, request_id, digest);
+        if let Some(old) = jobs.get(&id)
+            && old.digest == *digest
+            && !old.may_retry()
+        {
+            return (old.clone(), false);
+        }
+        let entry = make(id.clone());
+        jobs.insert(id, entry.clone());
         (entry, true)
     }
 

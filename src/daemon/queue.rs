@@ -1,6 +1,7 @@
 //! Jobs waiting for admission, served by aged priority: the highest level
 //! first, oldest first within a level, and a job gains one level for every
-//! `aging` it waits, so LOW work is delayed by CRITICAL work but never starved.
+//! `aging` it waits up to just below CRITICAL, so LOW work is delayed but
+//! never starved, and no amount of waiting puts it ahead of a WinningPoSt.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ pub const LEVELS: usize = 5;
 pub struct PendingQueue {
     levels: [VecDeque<Arc<JobEntry>>; LEVELS],
     aging: Duration,
+    input_bytes: u64,
 }
 
 impl PendingQueue {
@@ -23,6 +25,7 @@ impl PendingQueue {
         Self {
             levels: Default::default(),
             aging,
+            input_bytes: 0,
         }
     }
 
@@ -34,15 +37,23 @@ impl PendingQueue {
         self.levels.iter().all(VecDeque::is_empty)
     }
 
+    /// Bytes of the waiting jobs' inputs.
+    pub fn input_bytes(&self) -> u64 {
+        self.input_bytes
+    }
+
     pub fn push(&mut self, job: Arc<JobEntry>) {
         let level = usize::from(job.priority).min(LEVELS - 1);
+        self.input_bytes += job.input_bytes;
         self.levels[level].push_back(job);
     }
 
     pub fn remove(&mut self, id: &str) -> Option<Arc<JobEntry>> {
         for level in &mut self.levels {
             if let Some(i) = level.iter().position(|j| j.id == id) {
-                return level.remove(i);
+                let job = level.remove(i)?;
+                self.input_bytes -= job.input_bytes;
+                return Some(job);
             }
         }
         None

@@ -2,6 +2,7 @@
 //! every refusal names the field that is wrong.
 
 use cuzk_filecoin::{FilError, FilJob, ProofKind, ids, porep, post, snap};
+use sha2::{Digest, Sha256};
 
 use super::proto::{Priority, ProofKind as WireKind, SubmitProofRequest};
 
@@ -11,6 +12,58 @@ pub struct Parsed {
     /// The engine priority (curio's LOW 1 .. CRITICAL 4).
     pub priority: u8,
     pub job: FilJob,
+}
+
+/// The longest request id accepted (curio's longest, a WindowPoSt id with
+/// its sector list, is well under it).
+pub const MAX_REQUEST_ID: usize = 256;
+
+/// A request id is logged, shown on the status page and kept as a key: at
+/// most [`MAX_REQUEST_ID`] bytes of curio's alphabet (letters, digits,
+/// `. _ : - [ ]` and space, as in `wdpost-1000-0-[b0 b1]`).
+pub fn check_request_id(id: &str) -> Result<(), String> {
+    if id.len() > MAX_REQUEST_ID {
+        return Err(format!(
+            "request_id: is {} bytes; at most {MAX_REQUEST_ID} are accepted",
+            id.len()
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._:-[] ".contains(c);
+    if let Some(c) = id.chars().find(|&c| !allowed(c)) {
+        return Err(format!(
+            "request_id: contains {c:?}; ids are letters, digits, `.`, `_`, `:`, `-`, `[`, `]` and spaces"
+        ));
+    }
+    Ok(())
+}
+
+/// What a request asks for, as a SHA-256 over every field that changes the
+/// proof (all but the id and the priority). A request id names a job only
+/// together with this digest: the same id with other inputs is another job,
+/// and never gets the first one's proof.
+pub fn digest(req: &SubmitProofRequest) -> [u8; 32] {
+    let mut h = Sha256::new();
+    // Each field length-prefixed, so no two requests hash the same bytes.
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(&req.proof_kind.to_le_bytes());
+    field(&req.sector_size.to_le_bytes());
+    field(&req.registered_proof.to_le_bytes());
+    field(&req.miner_id.to_le_bytes());
+    field(&req.sector_number.to_le_bytes());
+    field(&req.partition_index.to_le_bytes());
+    field(&req.randomness);
+    field(&req.comm_r_old);
+    field(&req.comm_r_new);
+    field(&req.comm_d_new);
+    field(&req.vanilla_proof);
+    field(&(req.vanilla_proofs.len() as u64).to_le_bytes());
+    for p in &req.vanilla_proofs {
+        field(p);
+    }
+    h.finalize().into()
 }
 
 /// Our kind of a wire kind.
@@ -184,6 +237,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("comm_d_new: is 3 bytes"), "{err}");
+    }
+
+    #[test]
+    fn request_ids_are_bounded_and_of_curios_alphabet() {
+        for ok in ["", "porep-1000-7", "wdpost-1000-0-[b0 b1 b2]", "a:b.c_d"] {
+            assert!(check_request_id(ok).is_ok(), "{ok}");
+        }
+        let long = "x".repeat(MAX_REQUEST_ID + 1);
+        assert!(check_request_id(&long).unwrap_err().contains("257 bytes"));
+        for bad in ["a\nb", "a\u{1b}[31m", "x@y", "é"] {
+            let e = check_request_id(bad).unwrap_err();
+            assert!(e.starts_with("request_id: contains"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_digest_covers_every_input_but_not_the_id_or_priority() {
+        let base = SubmitProofRequest {
+            proof_kind: WireKind::WindowPostPartition as i32,
+            request_id: "a".into(),
+            vanilla_proofs: vec![vec![1, 2], vec![3]],
+            randomness: vec![9; 32],
+            ..Default::default()
+        };
+        let d = digest(&base);
+        let mut same = base.clone();
+        same.request_id = "b".into();
+        same.priority = Priority::Critical as i32;
+        assert_eq!(digest(&same), d, "id and priority do not change the proof");
+        let changes: [fn(&mut SubmitProofRequest); 8] = [
+            |r| r.miner_id = 1,
+            |r| r.sector_number = 1,
+            |r| r.partition_index = 1,
+            |r| r.randomness[0] = 8,
+            |r| r.vanilla_proofs[1].push(0),
+            // Moving a byte between elements changes it too.
+            |r| r.vanilla_proofs = vec![vec![1], vec![2, 3]],
+            |r| r.comm_d_new = vec![0; 32],
+            |r| r.proof_kind = WireKind::WinningPost as i32,
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut r = base.clone();
+            change(&mut r);
+            assert_ne!(digest(&r), d, "change {i}");
+        }
     }
 
     #[test]

@@ -20,6 +20,10 @@ use cuzk_config::Config;
 /// allows 256 MiB (tonic's default of 4 MiB would refuse them).
 pub const MAX_MESSAGE: usize = 256 << 20;
 
+/// Calls one connection may have open at once (curio's client holds one
+/// Prove per job on one connection; 64 is well above its concurrency).
+pub const MAX_STREAMS: u32 = 64;
+
 /// An address the daemon listens on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Listen {
@@ -93,7 +97,14 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         .max_encoding_message_size(MAX_MESSAGE);
     let service =
         tonic::service::interceptor::InterceptedService::new(service, Auth::new(token.as_deref()));
-    let router = tonic::transport::Server::builder().add_service(service);
+    // Bounds before authentication and before a body is read: streams per
+    // connection (hyper's default is none), and keepalives that close dead
+    // peers' connections instead of holding them for ever.
+    let router = tonic::transport::Server::builder()
+        .max_concurrent_streams(MAX_STREAMS)
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+        .add_service(service);
     let (stop, stopped) = oneshot::channel::<()>();
     let shutdown = async {
         let _ = stopped.await;
@@ -120,7 +131,7 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         }
     };
     let status = match config.daemon.status_listen {
-        Some(addr) => Some(super::web::serve(core.clone(), addr).await?),
+        Some(addr) => Some(super::web::serve(core.clone(), addr, token.as_deref()).await?),
         None => None,
     };
     let auth = match (&token, &listen) {
@@ -174,7 +185,12 @@ impl Running {
             let _ = stop.send(());
         }
         let served = tokio::time::timeout(Duration::from_secs(10), &mut self.server).await;
-        self.core.engine.shutdown().await;
+        if tokio::time::timeout(super::core::ENGINE_STOP, self.core.engine.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the engine's stages did not stop in time; exiting anyway");
+        }
         if let Listen::Unix(path) = &self.listen {
             let _ = std::fs::remove_file(path);
         }
@@ -194,8 +210,19 @@ impl Running {
             _ = term.recv() => "SIGTERM",
             _ = int.recv() => "SIGINT",
         };
-        tracing::info!("{which}: stopping");
+        tracing::info!("{which}: stopping (a second signal exits at once)");
         let timeout = Duration::from_secs(self.core.config.daemon.drain_timeout_s);
-        self.shutdown(timeout).await
+        tokio::select! {
+            done = self.shutdown(timeout) => done,
+            _ = term.recv() => second_signal("SIGTERM"),
+            _ = int.recv() => second_signal("SIGINT"),
+        }
     }
+}
+
+/// An operator who signals twice wants the daemon gone now: unfinished jobs
+/// are lost (their clients see the connection drop and retry).
+fn second_signal(which: &str) -> anyhow::Result<()> {
+    tracing::warn!("{which} again while draining: exiting now, unfinished jobs are lost");
+    std::process::exit(130)
 }

@@ -185,12 +185,27 @@ fn srs_error(message: String) -> Status {
     }
 }
 
-/// Equal in time independent of where the bytes differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Whether `given` is the configured `token`, surrounding whitespace
+/// ignored on both sides. Compares SHA-256 digests without an early exit,
+/// so neither where they differ nor the token's length shows in the time.
+pub fn token_matches(given: &str, token: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let (a, b) = (
+        Sha256::digest(given.trim().as_bytes()),
+        Sha256::digest(token.trim().as_bytes()),
+    );
+    let diff = a
+        .iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// The token of an `authorization` value: `Bearer <token>`, the scheme in
+/// any case (RFC 9110), the token trimmed.
+pub fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(char::is_whitespace)?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// The interceptor that checks `authorization: Bearer <token>` when a token
@@ -217,15 +232,16 @@ impl tonic::service::Interceptor for Auth {
             .metadata()
             .get("authorization")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(bearer)
             .ok_or_else(|| {
                 Status::unauthenticated(
                     "this daemon needs `authorization: Bearer <token>` metadata",
                 )
             })?;
-        if constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
+        if token_matches(given, token) {
             Ok(request)
         } else {
+            tracing::warn!("a call with a wrong bearer token was refused");
             Err(Status::unauthenticated("the bearer token is wrong"))
         }
     }
@@ -237,9 +253,17 @@ mod tests {
 
     #[test]
     fn tokens_compare_exactly() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(token_matches("secret", "secret"));
+        assert!(
+            token_matches(" secret\n", "secret "),
+            "whitespace on either side"
+        );
+        assert!(!token_matches("secret", "secreT"));
+        assert!(!token_matches("secret", "secret2"));
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"), "scheme in any case");
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
         let mut auth = Auth::new(Some("s3"));
         use tonic::service::Interceptor;
         assert_eq!(

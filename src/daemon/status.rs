@@ -63,7 +63,13 @@ pub struct SrsRow {
 /// Host memory.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct MemoryRow {
+    /// The one account: parameters, queued inputs and partitions together.
     pub budget_bytes: u64,
+    /// Host copies of loaded parameters (evicted ones still in use included).
+    pub srs_bytes: u64,
+    /// Inputs of jobs waiting for admission.
+    pub queued_input_bytes: u64,
+    /// Partitions of admitted jobs.
     pub in_flight_bytes: u64,
     pub arenas_mapped_bytes: u64,
     pub rss_bytes: u64,
@@ -167,6 +173,8 @@ impl Core {
             srs: self.srs_rows(),
             memory: MemoryRow {
                 budget_bytes: self.budget,
+                srs_bytes: self.srs.resident_bytes() as u64,
+                queued_input_bytes: self.queue.lock().unwrap().input_bytes(),
                 in_flight_bytes: self.in_flight.load(Ordering::SeqCst),
                 arenas_mapped_bytes: arenas.mapped_bytes as u64,
                 rss_bytes,

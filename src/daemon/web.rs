@@ -1,17 +1,37 @@
 //! The status endpoint: `/` (a self-contained page that refreshes itself),
 //! `/status` (JSON), `/waterfall.svg` (the last minutes of TIMELINE events
 //! drawn live) and `/metrics` (Prometheus text).
+//!
+//! It shows job ids (miners and sectors), errors and parameter paths, so it
+//! is guarded as the gRPC service is: with `daemon.token` every request
+//! carries it (`authorization: Bearer`, or `?token=` for a browser, which
+//! the page passes on to its own requests), and without one it serves
+//! loopback only and answers only loopback host names (a page on another
+//! site cannot read it by DNS rebinding). Connections are capped and must
+//! send their headers within [`HEADER_TIMEOUT`] (no slowloris).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
 use super::core::Core;
+use super::service::token_matches;
+
+/// How long a client may take to send a request's headers.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 256;
+
+/// How long a drawn waterfall is reused: drawing parses minutes of events.
+const WATERFALL_TTL: Duration = Duration::from_secs(5);
 
 const PAGE: &str = include_str!("status.html");
 
@@ -19,15 +39,76 @@ async fn page() -> Html<&'static str> {
     Html(PAGE)
 }
 
-async fn status(State(core): State<Arc<Core>>) -> impl IntoResponse {
-    axum::Json(core.snapshot())
+async fn status(State(web): State<Web>) -> impl IntoResponse {
+    let core = web.core.clone();
+    match tokio::task::spawn_blocking(move || core.snapshot()).await {
+        Ok(snapshot) => axum::Json(snapshot).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
-async fn metrics(State(core): State<Arc<Core>>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        super::metrics_text(&core),
-    )
+async fn metrics(State(web): State<Web>) -> impl IntoResponse {
+    let core = web.core.clone();
+    let text = tokio::task::spawn_blocking(move || super::metrics_text(&core))
+        .await
+        .unwrap_or_default();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
+/// A host name a browser on this machine uses for a loopback address.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.rsplit_once(':') {
+        // `[::1]:9821`, `127.0.0.1:9821`, `localhost:9821`; not `::1` alone.
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// The token a request carries: `authorization: Bearer` or `?token=`.
+fn given_token(request: &Request) -> Option<String> {
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(super::service::bearer);
+    let query = || {
+        request.uri().query()?.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k == "token").then(|| v.to_string())
+        })
+    };
+    header.map(str::to_string).or_else(query)
+}
+
+/// Refuses requests without the token (when one is set) and, on loopback,
+/// requests for other host names.
+async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response {
+    if web.loopback {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !loopback_host(host) {
+            return (
+                StatusCode::MISDIRECTED_REQUEST,
+                "this status endpoint answers loopback host names only (localhost, 127.0.0.1, [::1])",
+            )
+                .into_response();
+        }
+    }
+    if let Some(token) = &web.token
+        && !given_token(&request).is_some_and(|g| token_matches(&g, token))
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "this daemon needs its token: `authorization: Bearer <token>` or `?token=<token>`",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// The waterfall of the events the monitor kept (the last five minutes).
@@ -40,10 +121,34 @@ pub fn waterfall_svg(core: &Core) -> String {
     crate::waterfall::svg::render(&w.timeline, &w.summary, "last five minutes")
 }
 
-async fn waterfall(State(core): State<Arc<Core>>) -> impl IntoResponse {
-    let svg = tokio::task::spawn_blocking(move || waterfall_svg(&core))
-        .await
-        .unwrap_or_default();
+/// The endpoint's state: the daemon and the last waterfall drawn.
+#[derive(Clone)]
+struct Web {
+    core: Arc<Core>,
+    waterfall: Arc<Mutex<Option<(Instant, String)>>>,
+    token: Option<Arc<str>>,
+    loopback: bool,
+}
+
+async fn waterfall(State(web): State<Web>) -> impl IntoResponse {
+    let fresh = web
+        .waterfall
+        .lock()
+        .unwrap()
+        .as_ref()
+        .filter(|(at, _)| at.elapsed() < WATERFALL_TTL)
+        .map(|(_, svg)| svg.clone());
+    let svg = match fresh {
+        Some(svg) => svg,
+        None => {
+            let core = web.core.clone();
+            let svg = tokio::task::spawn_blocking(move || waterfall_svg(&core))
+                .await
+                .unwrap_or_default();
+            *web.waterfall.lock().unwrap() = Some((Instant::now(), svg.clone()));
+            svg
+        }
+    };
     (
         [
             (header::CONTENT_TYPE, "image/svg+xml"),
@@ -53,25 +158,67 @@ async fn waterfall(State(core): State<Arc<Core>>) -> impl IntoResponse {
     )
 }
 
-/// Serves the status endpoint on `addr`; the address bound.
-pub async fn serve(core: Arc<Core>, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
-    if !addr.ip().is_loopback() {
-        tracing::warn!(%addr, "the status page is read-only and unauthenticated; it now listens beyond loopback");
-    }
+/// Serves the status endpoint on `addr`; the address bound. Refuses a
+/// non-loopback address without `daemon.token`, as the gRPC service does.
+pub async fn serve(
+    core: Arc<Core>,
+    addr: SocketAddr,
+    token: Option<&str>,
+) -> anyhow::Result<SocketAddr> {
+    let loopback = addr.ip().is_loopback();
+    anyhow::ensure!(
+        loopback || token.is_some(),
+        "refusing to serve the status page on {addr} without a token: it shows job ids, errors and parameter paths; set `daemon.token` or use a loopback address"
+    );
+    let web = Web {
+        core,
+        waterfall: Arc::default(),
+        token: token.map(Arc::from),
+        loopback,
+    };
     let app = axum::Router::new()
         .route("/", get(page))
         .route("/status", get(status))
         .route("/waterfall.svg", get(waterfall))
         .route("/metrics", get(metrics))
-        .with_state(core);
+        .layer(axum::middleware::from_fn_with_state(web.clone(), guard))
+        .with_state(web);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("daemon.status_listen: binding {addr}"))?;
     let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("the status endpoint stopped: {e}");
-        }
-    });
+    tokio::spawn(accept_forever(listener, app));
     Ok(bound)
+}
+
+/// Serves each connection under the cap, with a deadline for its headers.
+async fn accept_forever(listener: tokio::net::TcpListener, app: axum::Router) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, most likely: back off rather than spin.
+                tracing::warn!("the status endpoint could not accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!("status connection: {e}");
+            }
+        });
+    }
 }
