@@ -245,6 +245,8 @@ pub struct EngineOptions {
     /// Failure drill: the device stages fail with a device fault on these
     /// logical devices, so their partitions must be retried on the others.
     pub inject_device_faults: Vec<usize>,
+    /// Failure drills by stage and job ([`crate::faults`]).
+    pub faults: Vec<crate::faults::Fault>,
 }
 
 impl Engine {
@@ -280,6 +282,7 @@ impl Engine {
                 });
             }
         }
+        crate::faults::install(&mut stages, &options.faults);
         let metrics = crate::metrics::MetricsObserver::new(&spec.name, &arenas);
         // One aging for the daemon's admission and every edge of the graph.
         let aging = std::time::Duration::from_secs(config.daemon.aging_s.max(1));
@@ -363,10 +366,14 @@ impl Engine {
     /// Submits a job; the handle resolves to its proofs.
     pub fn submit(&self, job: Job) -> ProofHandle {
         let self_verify = self.config.engine.self_verify;
+        let label: Arc<str> = Arc::from(job.label.as_str());
         let items = job
             .circuits
             .into_iter()
-            .map(|c| PartitionWork::new(job.srs.clone(), c, self_verify))
+            .map(|c| PartitionWork {
+                job_label: label.clone(),
+                ..PartitionWork::new(job.srs.clone(), c, self_verify)
+            })
             .collect();
         ProofHandle {
             inner: self

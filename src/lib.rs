@@ -22,6 +22,7 @@ pub mod backend;
 pub mod bench;
 pub mod daemon;
 pub mod engine;
+pub mod faults;
 pub mod fil;
 pub mod graph_view;
 pub mod metrics;

@@ -278,20 +278,111 @@ async fn a_unix_socket_serves_window_post_and_ids_are_idempotent() {
 async fn a_token_is_required_when_configured_and_for_non_loopback_addresses() {
     let mut cfg = config("127.0.0.1:0");
     cfg.daemon.token = Some("s3cret".into());
+    cfg.daemon.status_listen = Some("127.0.0.1:0".parse().unwrap());
     let (running, mut good) = daemon(cfg).await;
     let addr = running.listen.to_string();
-    for token in [None, Some("wrong")] {
+    for token in [None, Some("wrong"), Some("s3cret2"), Some("")] {
         let mut bad = connect(&addr, token).await.unwrap();
-        let e = bad
-            .get_status(proto::GetStatusRequest {})
+        // Every RPC, admin ones included, refuses before doing anything.
+        let codes = [
+            bad.get_status(proto::GetStatusRequest {}).await.map(|_| ()),
+            bad.get_metrics(proto::GetMetricsRequest {})
+                .await
+                .map(|_| ()),
+            bad.submit_proof(req(ProofKind::WindowPost, "sneaky"))
+                .await
+                .map(|_| ()),
+            bad.prove(proto::ProveRequest {
+                submit: Some(req(ProofKind::WindowPost, "sneaky")),
+            })
             .await
-            .unwrap_err();
-        assert_eq!(e.code(), Code::Unauthenticated, "{token:?}");
-        let e = bad
-            .submit_proof(req(ProofKind::WindowPost, "sneaky"))
+            .map(|_| ()),
+            bad.await_proof(proto::AwaitProofRequest {
+                job_id: "x".into(),
+                timeout_ms: 1,
+            })
             .await
-            .unwrap_err();
-        assert_eq!(e.code(), Code::Unauthenticated);
+            .map(|_| ()),
+            bad.cancel_proof(proto::CancelProofRequest { job_id: "x".into() })
+                .await
+                .map(|_| ()),
+            bad.preload_srs(proto::PreloadSrsRequest {
+                circuit_id: "winning-2k".into(),
+            })
+            .await
+            .map(|_| ()),
+            bad.evict_srs(proto::EvictSrsRequest {
+                circuit_id: "winning-2k".into(),
+            })
+            .await
+            .map(|_| ()),
+        ];
+        for (i, c) in codes.into_iter().enumerate() {
+            assert_eq!(
+                c.unwrap_err().code(),
+                Code::Unauthenticated,
+                "rpc {i} with {token:?}"
+            );
+        }
+    }
+    assert!(
+        running.core.srs.entries().is_empty(),
+        "nothing was preloaded for an unauthenticated call"
+    );
+
+    // The status endpoint is behind the same token, answers loopback host
+    // names only, and drops a client that never finishes its headers.
+    let web = running.status.unwrap();
+    let get = |path: &str, host: &str, auth: &str| {
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n");
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::TcpStream::connect(web).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).await.unwrap();
+            answer[9..12].parse::<u16>().unwrap()
+        }
+    };
+    let host = format!("127.0.0.1:{}", web.port());
+    for path in ["/", "/status", "/waterfall.svg", "/metrics"] {
+        assert_eq!(get(path, &host, "").await, 401, "{path} without the token");
+        assert_eq!(
+            get(path, &host, "Authorization: Bearer wrong\r\n").await,
+            401,
+            "{path}"
+        );
+        assert_eq!(
+            get(path, &host, "Authorization: bearer s3cret\r\n").await,
+            200,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        get("/status?token=s3cret", "localhost", "").await,
+        200,
+        "a browser's ?token="
+    );
+    assert_eq!(
+        get("/status?token=s3cret", "rebound.example.com", "").await,
+        421,
+        "DNS rebinding: a foreign host name"
+    );
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut slow = tokio::net::TcpStream::connect(web).await.unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
+        let mut rest = vec![];
+        let closed = tokio::time::timeout(
+            cuzk::daemon::web::HEADER_TIMEOUT + Duration::from_secs(5),
+            slow.read_to_end(&mut rest),
+        )
+        .await;
+        assert!(
+            closed.is_ok(),
+            "a slowloris client is dropped after the header timeout"
+        );
     }
     assert!(
         running.core.jobs.get("sneaky").is_none(),
@@ -306,6 +397,41 @@ async fn a_token_is_required_when_configured_and_for_non_loopback_addresses() {
         .unwrap_err();
     assert!(
         format!("{err:#}").contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{err:#}"
+    );
+    let mut open_status = config("127.0.0.1:0");
+    open_status.daemon.status_listen = Some("0.0.0.0:0".parse().unwrap());
+    let err = start(open_status, cuzk::EngineOptions::default())
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        format!("{err:#}")
+            .contains("refusing to serve the status page on 0.0.0.0:0 without a token"),
+        "{err:#}"
+    );
+    // Named client networks let a tokenless daemon listen beyond loopback
+    // (Curio on another host); loopback is still served.
+    let mut networks = config("0.0.0.0:0");
+    networks.daemon.allow_from = vec!["10.0.0.0/8".into()];
+    let running = start(networks, cuzk::EngineOptions::default())
+        .await
+        .unwrap();
+    let port = match running.listen {
+        cuzk::daemon::Listen::Tcp(a) => a.port(),
+        _ => unreachable!(),
+    };
+    let mut local = connect(&format!("127.0.0.1:{port}"), None).await.unwrap();
+    assert!(local.get_status(proto::GetStatusRequest {}).await.is_ok());
+    running.shutdown(Duration::from_secs(5)).await.unwrap();
+    let mut bad = config("0.0.0.0:0");
+    bad.daemon.allow_from = vec!["10.0.0/8".into()];
+    let err = start(bad, cuzk::EngineOptions::default())
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("daemon.allow_from: `10.0.0/8`"),
         "{err:#}"
     );
 }
@@ -381,6 +507,13 @@ fn partition_bytes(kind: ProofKind) -> u64 {
     cuzk::stages::partition::PartitionLayout::new(srs.shape()).bytes as u64
 }
 
+fn srs_bytes(kind: ProofKind) -> u64 {
+    let path = cuzk::filecoin::params::require(kind, fil::SIZE).unwrap();
+    cuzk::stages::Srs::read(&path, false)
+        .unwrap()
+        .memory_bytes() as u64
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
     fixtures();
@@ -390,9 +523,30 @@ async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
         partition_bytes(ProofKind::Porep),
         partition_bytes(ProofKind::WinningPost),
     );
-    cfg.memory.budget = cuzk::config::ByteSize(porep + winning + (1 << 20));
+    // One account: the loaded parameters and the queued inputs come out of
+    // the budget too.
+    let inputs = 10 * req(ProofKind::Porep, "x").vanilla_proof.len() as u64
+        + req(ProofKind::WinningPost, "x")
+            .vanilla_proofs
+            .iter()
+            .map(|p| p.len() as u64)
+            .sum::<u64>();
+    let srs = srs_bytes(ProofKind::Porep) + srs_bytes(ProofKind::WinningPost);
+    cfg.memory.budget = cuzk::config::ByteSize(porep + winning + srs + inputs + (1 << 20));
+    // Nothing held back for PoSt: the WinningPoSt gets in past the queued
+    // seals by priority alone. And seconds of waiting age the seals by
+    // levels, which must not put them ahead of it.
+    cfg.daemon.reserve_post = cuzk::config::ByteSize(0);
+    cfg.daemon.aging_s = 1;
     let (running, mut c) = daemon(cfg).await;
     let core = running.core.clone();
+    for circuit in ["porep-2k", "winning-2k"] {
+        c.preload_srs(proto::PreloadSrsRequest {
+            circuit_id: circuit.into(),
+        })
+        .await
+        .unwrap();
+    }
     let porep_ids: Vec<String> = (0..10).map(|i| format!("porep-1000-{i}")).collect();
     for id in &porep_ids {
         c.submit_proof(req(ProofKind::Porep, id)).await.unwrap();
@@ -406,6 +560,8 @@ async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
         .filter(|id| core.jobs.get(id).unwrap().is_pending())
         .collect();
     assert_eq!(queued.len(), 9, "budget admits one PoRep at a time");
+    // Five levels of aging: NORMAL would pass CRITICAL without the ceiling.
+    tokio::time::sleep(Duration::from_secs(5)).await;
 
     let r = prove(&mut c, req(ProofKind::WinningPost, "winpost-1000-urgent")).await;
     assert_eq!(
@@ -840,4 +996,155 @@ async fn mixed_chaos_keeps_every_invariant() {
         "every job ended"
     );
     running.shutdown(Duration::from_secs(5)).await.unwrap();
+}
+
+/// Fault drills at every stage and at the daemon's own points, each on its
+/// own job, with bystander jobs beside them: each drilled job ends as its
+/// fault says (FAILED naming the fault, CANCELLED once cancelled, or proven
+/// after a delay), a corrupted proof is FAILED by Filecoin's verifier and
+/// never COMPLETED, every bystander's proof verifies, and nothing is held
+/// afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_drills_fail_only_their_jobs_and_bystanders_verify() {
+    use cuzk::faults::{Fault, FaultKind};
+    let fault = |stage: &str, kind: FaultKind, tag: &str| Fault {
+        stage: stage.into(),
+        job: format!("drill-{stage}-{tag}"),
+        kind,
+    };
+    let mut faults = vec![];
+    // (job id, what its answer must be: status and words in its error)
+    let mut expect: Vec<(String, AwaitStatus, &str)> = vec![];
+    for stage in ["synth", "prep_msm", "gpu_ntt_msm", "b_g2_msm", "assemble"] {
+        let mut kinds = vec![
+            (
+                FaultKind::Panic,
+                "panic",
+                AwaitStatus::Failed,
+                "injected panic",
+            ),
+            (
+                FaultKind::Error,
+                "error",
+                AwaitStatus::Failed,
+                "injected error",
+            ),
+            (
+                FaultKind::HangUntilCancel,
+                "hang",
+                AwaitStatus::Cancelled,
+                "",
+            ),
+        ];
+        if matches!(stage, "gpu_ntt_msm" | "b_g2_msm") {
+            kinds.push((
+                FaultKind::DeviceFault,
+                "device",
+                AwaitStatus::Failed,
+                "injected device fault",
+            ));
+        }
+        for (kind, tag, status, words) in kinds {
+            faults.push(fault(stage, kind, tag));
+            expect.push((format!("drill-{stage}-{tag}"), status, words));
+        }
+    }
+    faults.push(fault(
+        "synth",
+        FaultKind::Delay(Duration::from_secs(2)),
+        "delay",
+    ));
+    expect.push(("drill-synth-delay".into(), AwaitStatus::Completed, ""));
+    faults.push(fault("assemble", FaultKind::CorruptProof, "corrupt"));
+    expect.push((
+        "drill-assemble-corrupt".into(),
+        AwaitStatus::Failed,
+        "does not pass Filecoin's verification",
+    ));
+    faults.push(fault("daemon.complete", FaultKind::Panic, "panic"));
+    expect.push((
+        "drill-daemon.complete-panic".into(),
+        AwaitStatus::Failed,
+        "completion task",
+    ));
+    faults.push(fault("daemon.admit", FaultKind::Panic, "panic"));
+    expect.push((
+        "drill-daemon.admit-panic".into(),
+        AwaitStatus::Failed,
+        "admitting this job",
+    ));
+
+    fixtures();
+    let options = cuzk::EngineOptions {
+        faults,
+        ..Default::default()
+    };
+    let running = start(config("127.0.0.1:0"), options).await.unwrap();
+    let c = connect(&running.listen.to_string(), None).await.unwrap();
+    let calls: Vec<_> = expect
+        .iter()
+        .map(|(id, _, _)| (id.clone(), ProofKind::WinningPost))
+        .chain((0..3).map(|i| (format!("bystander-{i}"), ProofKind::WindowPost)))
+        .map(|(id, kind)| {
+            let mut c = c.clone();
+            tokio::spawn(async move { prove(&mut c, req(kind, &id)).await })
+        })
+        .collect();
+    // The hung ones are cancelled, wherever they are by then.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut c2 = c.clone();
+    for (id, status, _) in &expect {
+        if *status == AwaitStatus::Cancelled {
+            c2.cancel_proof(proto::CancelProofRequest { job_id: id.clone() })
+                .await
+                .unwrap();
+        }
+    }
+    let answers = tokio::time::timeout(Duration::from_secs(300), async {
+        let mut answers = vec![];
+        for call in calls {
+            answers.push(call.await.unwrap());
+        }
+        answers
+    })
+    .await
+    .expect("every drilled and bystander job is answered");
+    for (r, (id, status, words)) in answers.iter().zip(&expect) {
+        assert_eq!(&r.job_id, id);
+        assert_eq!(
+            AwaitStatus::try_from(r.status).unwrap(),
+            *status,
+            "{id}: {}",
+            r.error_message
+        );
+        assert!(r.error_message.contains(words), "{id}: {}", r.error_message);
+        if *status == AwaitStatus::Completed {
+            assert!(verify::winning(&r.proof), "{id}");
+        } else {
+            assert!(r.proof.is_empty(), "{id} carries no proof");
+        }
+    }
+    for r in &answers[expect.len()..] {
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{}: {}",
+            r.job_id,
+            r.error_message
+        );
+        assert!(verify::window(&r.proof), "bystander {} verifies", r.job_id);
+    }
+    let core = running.core.clone();
+    core.engine.idle().await;
+    assert_eq!(core.engine.arena_stats().in_use, 0, "arenas back");
+    assert_eq!(
+        core.in_flight.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "admitted bytes back"
+    );
+    // The daemon goes on: a clean WinningPoSt proves.
+    let mut c = c;
+    let r = prove(&mut c, req(ProofKind::WinningPost, "after-drills")).await;
+    assert!(verify::winning(&r.proof), "{}", r.error_message);
+    running.shutdown(Duration::from_secs(10)).await.unwrap();
 }

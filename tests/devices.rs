@@ -66,6 +66,7 @@ async fn engine(
     let options = EngineOptions {
         observers: vec![timeline.clone()],
         inject_device_faults: faulty.to_vec(),
+        ..Default::default()
     };
     (
         Engine::with_options(config, options).unwrap(),

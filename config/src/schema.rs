@@ -234,10 +234,17 @@ pub struct DaemonConfig {
     /// Where the gRPC service listens: `HOST:PORT` (TCP) or
     /// `unix:///path/to.sock` (a unix socket, mode 0660).
     pub listen: String,
-    /// A bearer token every call must carry (`authorization: Bearer ...`);
-    /// required to listen on a non-loopback TCP address.
+    /// A bearer token every call must carry (`authorization: Bearer ...`),
+    /// and every request to the status endpoint; a non-loopback address
+    /// needs it or `allow_from`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Client networks a TCP listener serves (`["10.0.0.0/8"]`): peers
+    /// elsewhere are refused (loopback always served). With it, a
+    /// non-loopback address may go without a token, for Curio's tokenless
+    /// client on another host; with a token too, both must hold.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_from: Vec<String>,
     /// Jobs waiting for admission beyond which SubmitProof and Prove answer
     /// RESOURCE_EXHAUSTED.
     pub max_queued: usize,
@@ -268,6 +275,7 @@ impl Default for DaemonConfig {
         Self {
             listen: "127.0.0.1:9820".into(),
             token: None,
+            allow_from: vec![],
             max_queued: 1024,
             drain_timeout_s: 600,
             status_listen: None,

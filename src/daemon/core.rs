@@ -139,6 +139,8 @@ pub struct Core {
     parsing: tokio::sync::Semaphore,
     /// Partitions of one job the engine holds at once at most.
     partitions_in_flight: usize,
+    /// Fault drills at the daemon's own points (`daemon.admit`, `daemon.complete`).
+    drills: Vec<crate::faults::Fault>,
 }
 
 impl Core {
@@ -154,6 +156,12 @@ impl Core {
             0 => budget / 2,
             b => b,
         };
+        let drills = options
+            .faults
+            .iter()
+            .filter(|f| f.stage.starts_with("daemon."))
+            .cloned()
+            .collect();
         let monitor = Arc::new(Monitor::new(Duration::from_secs(300)));
         options.observers.push(monitor.clone());
         options.observers.push(monitor.timeline());
@@ -189,6 +197,7 @@ impl Core {
             submit_gate: tokio::sync::RwLock::new(()),
             parsing: tokio::sync::Semaphore::new(PARSING_MIB as usize),
             partitions_in_flight,
+            drills,
             config,
         });
         tokio::spawn(core.clone().admit_forever());
@@ -409,9 +418,10 @@ impl Core {
     /// and every second so aging takes effect.
     async fn admit_forever(self: Arc<Self>) {
         loop {
-            // A panic in one round of admission must not leave a daemon that
-            // accepts jobs and never runs them: it is logged and the next
-            // round runs.
+            // A panic in a round of admission outside any one job (each
+            // job's is caught and fails that job) must not leave a daemon
+            // that accepts jobs and never runs them: it is logged and the
+            // next round runs.
             let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.admit()));
             if let Err(panic) = round {
                 tracing::error!(
@@ -446,44 +456,75 @@ impl Core {
         // or WindowPoSt must never wait for a PoRep's memory.
         let mut blocked = false;
         for job in waiting {
-            let post = job.kind.is_post();
-            if blocked && !post {
-                continue;
-            }
-            let Some((srs, per_partition)) = self.partition_bytes(&job) else {
-                job.srs_wait_from
-                    .lock()
-                    .unwrap()
-                    .get_or_insert_with(Instant::now);
-                self.load_in_background(job.params.clone());
-                continue;
-            };
-            let bytes = per_partition * job.partitions.min(self.partitions_in_flight) as u64;
-            if per_partition > self.budget {
-                self.queue.lock().unwrap().remove(&job.id);
+            // A panic while admitting one job fails that job, naming the
+            // panic, and admission goes on with the others.
+            let considered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.consider(&job, &mut blocked)
+            }));
+            if let Err(panic) = considered {
                 let why = format!(
-                    "one partition needs {} MiB of host memory, more than `memory.budget` ({} MiB)",
-                    per_partition >> 20,
-                    self.budget >> 20
+                    "admitting this job {}",
+                    cuzk_engine::pool::panic_message(&*panic)
                 );
+                tracing::error!(job = %job.id, "{why}");
+                self.queue.lock().unwrap().remove(&job.id);
                 self.end(&job, job.ended(Ending::Failed, why));
-                continue;
             }
-            // One account: partitions get what loaded parameters and queued
-            // inputs leave of the budget. PoSt may use all of it; other
-            // work leaves `daemon.reserve_post` free for it.
-            let room = self.partition_room();
-            let limit = if post {
-                room
-            } else {
-                room.saturating_sub(self.reserve_post)
-            };
-            let held = self.in_flight.load(Ordering::SeqCst);
-            if held > 0 && held + bytes > limit {
-                blocked = true;
-                continue;
-            }
-            self.start_job(job, srs, bytes);
+        }
+    }
+
+    /// Admits `job` if it fits; `blocked` says a job ahead did not.
+    fn consider(self: &Arc<Self>, job: &Arc<JobEntry>, blocked: &mut bool) {
+        self.drill("daemon.admit", &job.id);
+        let post = job.kind.is_post();
+        if *blocked && !post {
+            return;
+        }
+        let Some((srs, per_partition)) = self.partition_bytes(job) else {
+            job.srs_wait_from
+                .lock()
+                .unwrap()
+                .get_or_insert_with(Instant::now);
+            self.load_in_background(job.params.clone());
+            return;
+        };
+        let bytes = per_partition * job.partitions.min(self.partitions_in_flight) as u64;
+        if per_partition > self.budget {
+            self.queue.lock().unwrap().remove(&job.id);
+            let why = format!(
+                "one partition needs {} MiB of host memory, more than `memory.budget` ({} MiB)",
+                per_partition >> 20,
+                self.budget >> 20
+            );
+            self.end(job, job.ended(Ending::Failed, why));
+            return;
+        }
+        // One account: partitions get what loaded parameters and queued
+        // inputs leave of the budget. PoSt may use all of it; other work
+        // leaves `daemon.reserve_post` free for it.
+        let room = self.partition_room();
+        let limit = if post {
+            room
+        } else {
+            room.saturating_sub(self.reserve_post)
+        };
+        let held = self.in_flight.load(Ordering::SeqCst);
+        if held > 0 && held + bytes > limit {
+            *blocked = true;
+            return;
+        }
+        self.start_job(job.clone(), srs, bytes);
+    }
+
+    /// A fault drill at one of the daemon's own points (`daemon.admit`,
+    /// `daemon.complete`): panics for the jobs it names.
+    fn drill(&self, point: &str, job: &str) {
+        if self
+            .drills
+            .iter()
+            .any(|f| f.stage == point && job.contains(&f.job))
+        {
+            panic!("injected panic at {point} (fault drill)");
         }
     }
 
@@ -559,6 +600,7 @@ impl Core {
         };
         tokio::spawn(async move {
             let result = submitted.finish().await;
+            admitted.core.drill("daemon.complete", &job.id);
             let outcome = admitted.core.outcome(&job, result, srs_load);
             admitted.core.end(&job, outcome);
             // `admitted` goes here, handing the bytes back and waking admission.

@@ -15,6 +15,7 @@ pub mod client;
 pub mod core;
 pub mod jobs;
 pub mod monitor;
+pub mod networks;
 pub mod proto;
 pub mod queue;
 pub mod request;

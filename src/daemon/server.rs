@@ -85,9 +85,16 @@ pub struct Running {
 pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Running> {
     let listen = Listen::parse(&config.daemon.listen)?;
     let token = config.daemon.token.clone();
-    if !listen.is_local() && token.is_none() {
+    let allow_from = config
+        .daemon
+        .allow_from
+        .iter()
+        .map(|n| super::networks::Network::parse(n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    if !listen.is_local() && token.is_none() && allow_from.is_empty() {
         anyhow::bail!(
-            "refusing to listen on {listen} without a token: a non-loopback address needs `daemon.token` (or CUZK_DAEMON__TOKEN); use 127.0.0.1 or a unix socket for an unauthenticated local daemon"
+            "refusing to listen on {listen} without a token: a non-loopback address needs `daemon.token` (or CUZK_DAEMON__TOKEN), or `daemon.allow_from` naming the client networks; use 127.0.0.1 or a unix socket for an unauthenticated local daemon"
         );
     }
     crate::metrics::recorder()?;
@@ -95,8 +102,10 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
     let service = ProvingEngineServer::new(Service { core: core.clone() })
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
-    let service =
-        tonic::service::interceptor::InterceptedService::new(service, Auth::new(token.as_deref()));
+    let service = tonic::service::interceptor::InterceptedService::new(
+        service,
+        Auth::new(token.as_deref(), allow_from.clone()),
+    );
     // Bounds before authentication and before a body is read: streams per
     // connection (hyper's default is none), and keepalives that close dead
     // peers' connections instead of holding them for ever.
@@ -131,11 +140,16 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         }
     };
     let status = match config.daemon.status_listen {
-        Some(addr) => Some(super::web::serve(core.clone(), addr, token.as_deref()).await?),
+        Some(addr) => {
+            Some(super::web::serve(core.clone(), addr, token.as_deref(), allow_from.clone()).await?)
+        }
         None => None,
     };
     let auth = match (&token, &listen) {
         (Some(_), _) => "every call must carry `authorization: Bearer <token>`",
+        (None, Listen::Tcp(_)) if !allow_from.is_empty() => {
+            "no token: peers in daemon.allow_from and loopback may call"
+        }
         (None, Listen::Unix(_)) => {
             "no token: only local users with access to the socket (mode 0660) can call"
         }

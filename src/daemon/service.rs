@@ -208,23 +208,43 @@ pub fn bearer(value: &str) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
-/// The interceptor that checks `authorization: Bearer <token>` when a token
-/// is configured.
+/// The interceptor every call passes before its body is read: the peer
+/// must be in `daemon.allow_from` (when set; loopback and unix-socket peers
+/// always are), and the call must carry `authorization: Bearer <token>`
+/// (when a token is set). Refusals are logged with the peer.
 #[derive(Clone)]
 pub struct Auth {
     token: Option<Arc<str>>,
+    allow_from: Arc<[super::networks::Network]>,
 }
 
 impl Auth {
-    pub fn new(token: Option<&str>) -> Self {
+    pub fn new(token: Option<&str>, allow_from: Vec<super::networks::Network>) -> Self {
         Self {
             token: token.map(Arc::from),
+            allow_from: allow_from.into(),
+        }
+    }
+
+    fn peer_allowed(&self, peer: Option<std::net::SocketAddr>) -> bool {
+        match peer {
+            _ if self.allow_from.is_empty() => true,
+            None => true, // a unix socket: its mode decides
+            Some(p) => p.ip().is_loopback() || self.allow_from.iter().any(|n| n.contains(p.ip())),
         }
     }
 }
 
 impl tonic::service::Interceptor for Auth {
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let peer = request.remote_addr();
+        let who = peer.map_or_else(|| "a local socket".to_string(), |p| p.to_string());
+        if !self.peer_allowed(peer) {
+            tracing::warn!(peer = %who, "refused a call from outside daemon.allow_from");
+            return Err(Status::permission_denied(format!(
+                "{who} is not in this daemon's `daemon.allow_from`"
+            )));
+        }
         let Some(token) = &self.token else {
             return Ok(request);
         };
@@ -232,17 +252,19 @@ impl tonic::service::Interceptor for Auth {
             .metadata()
             .get("authorization")
             .and_then(|v| v.to_str().ok())
-            .and_then(bearer)
-            .ok_or_else(|| {
-                Status::unauthenticated(
+            .and_then(bearer);
+        match given {
+            Some(given) if token_matches(given, token) => Ok(request),
+            Some(_) => {
+                tracing::warn!(peer = %who, "refused a call with a wrong bearer token");
+                Err(Status::unauthenticated("the bearer token is wrong"))
+            }
+            None => {
+                tracing::warn!(peer = %who, "refused a call without a bearer token");
+                Err(Status::unauthenticated(
                     "this daemon needs `authorization: Bearer <token>` metadata",
-                )
-            })?;
-        if token_matches(given, token) {
-            Ok(request)
-        } else {
-            tracing::warn!("a call with a wrong bearer token was refused");
-            Err(Status::unauthenticated("the bearer token is wrong"))
+                ))
+            }
         }
     }
 }
@@ -264,7 +286,7 @@ mod tests {
         assert_eq!(bearer("bearer  abc "), Some("abc"), "scheme in any case");
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer"), None);
-        let mut auth = Auth::new(Some("s3"));
+        let mut auth = Auth::new(Some("s3"), vec![]);
         use tonic::service::Interceptor;
         assert_eq!(
             auth.call(Request::new(())).unwrap_err().code(),
@@ -281,5 +303,19 @@ mod tests {
             auth.call(r).unwrap_err().code(),
             tonic::Code::Unauthenticated
         );
+    }
+
+    #[test]
+    fn peers_outside_allow_from_are_refused() {
+        use tonic::service::Interceptor;
+        let nets = vec![super::super::networks::Network::parse("10.0.0.0/8").unwrap()];
+        let auth = Auth::new(None, nets);
+        let at = |s: &str| Some(s.parse().unwrap());
+        assert!(auth.peer_allowed(at("10.1.2.3:5000")));
+        assert!(auth.peer_allowed(at("127.0.0.1:5000")), "loopback always");
+        assert!(auth.peer_allowed(None), "unix socket");
+        assert!(!auth.peer_allowed(at("192.168.0.2:5000")));
+        let mut open = Auth::new(None, vec![]);
+        assert!(open.call(Request::new(())).is_ok());
     }
 }

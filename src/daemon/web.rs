@@ -22,6 +22,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
 use super::core::Core;
+use super::networks::Network;
 use super::service::token_matches;
 
 /// How long a client may take to send a request's headers.
@@ -164,11 +165,12 @@ pub async fn serve(
     core: Arc<Core>,
     addr: SocketAddr,
     token: Option<&str>,
+    allow_from: Vec<Network>,
 ) -> anyhow::Result<SocketAddr> {
     let loopback = addr.ip().is_loopback();
     anyhow::ensure!(
-        loopback || token.is_some(),
-        "refusing to serve the status page on {addr} without a token: it shows job ids, errors and parameter paths; set `daemon.token` or use a loopback address"
+        loopback || token.is_some() || !allow_from.is_empty(),
+        "refusing to serve the status page on {addr} without a token: it shows job ids, errors and parameter paths; set `daemon.token` or `daemon.allow_from`, or use a loopback address"
     );
     let web = Web {
         core,
@@ -187,12 +189,17 @@ pub async fn serve(
         .await
         .with_context(|| format!("daemon.status_listen: binding {addr}"))?;
     let bound = listener.local_addr()?;
-    tokio::spawn(accept_forever(listener, app));
+    tokio::spawn(accept_forever(listener, app, allow_from));
     Ok(bound)
 }
 
 /// Serves each connection under the cap, with a deadline for its headers.
-async fn accept_forever(listener: tokio::net::TcpListener, app: axum::Router) {
+/// Peers outside `allow_from` (when set) are disconnected at once.
+async fn accept_forever(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    allow_from: Vec<Network>,
+) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
@@ -200,6 +207,14 @@ async fn accept_forever(listener: tokio::net::TcpListener, app: axum::Router) {
             return;
         };
         let stream = match listener.accept().await {
+            Ok((_, peer))
+                if !allow_from.is_empty()
+                    && !peer.ip().is_loopback()
+                    && !allow_from.iter().any(|n| n.contains(peer.ip())) =>
+            {
+                tracing::warn!(%peer, "refused a status connection from outside daemon.allow_from");
+                continue;
+            }
             Ok((stream, _)) => stream,
             Err(e) => {
                 // Out of descriptors, most likely: back off rather than spin.

@@ -171,6 +171,8 @@ pub struct PartitionWork {
     pub proof: Option<Proof<Bls12>>,
     /// Verify the proof before handing it back.
     pub self_verify: bool,
+    /// Its job's label (fault drills pick their targets by it).
+    pub job_label: Arc<str>,
 }
 
 impl PartitionWork {
@@ -187,6 +189,7 @@ impl PartitionWork {
             b_g2: None,
             proof: None,
             self_verify,
+            job_label: Arc::from(""),
         }
     }
 
