@@ -69,7 +69,17 @@ impl Backend {
             Err(why) if config.gpu.backend == Requested::Gpu => {
                 Err(format!("gpu.backend = \"gpu\" but {why}"))
             }
-            Err(why) => Ok(cpu(why)),
+            Err(why) => {
+                // A GPU in the machine that the binary cannot use is a
+                // 30-100x slowdown the operator must hear about; no GPU at
+                // all is the ordinary CPU case.
+                if probe().is_ok_and(|found| !found.is_empty()) {
+                    tracing::warn!(
+                        "a GPU is present but unusable: {why}; proving on the CPU, 30-100x slower. Build cuzk with kernels for this card (kernels/build.rs), or set gpu.backend = \"cpu\" to choose the CPU knowingly"
+                    );
+                }
+                Ok(cpu(why))
+            }
         }
     }
 

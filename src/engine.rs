@@ -236,6 +236,8 @@ pub struct Engine {
     backend: Backend,
     arenas: ArenaPool,
     gpu: Option<Arc<cuzk_stages::gpu::GpuContext>>,
+    /// Pre-compiled constraint recordings, one per SRS.
+    pce: Arc<cuzk_stages::pce::PceCache>,
 }
 
 /// Extra parts a host can plug in at start.
@@ -264,8 +266,8 @@ impl Engine {
         let arenas = Self::arena_pool(&config, &spec, devices, gpu.is_some());
         let pce = Arc::new(cuzk_stages::pce::PceCache::new(config.pce.dir.clone()));
         let mut stages = match &gpu {
-            None => cuzk_stages::cpu_stages(pce),
-            Some(ctx) => cuzk_stages::gpu_stages(ctx.clone(), pce),
+            None => cuzk_stages::cpu_stages(pce.clone()),
+            Some(ctx) => cuzk_stages::gpu_stages(ctx.clone(), pce.clone()),
         };
         if !options.inject_device_faults.is_empty() {
             // The drill hits every stage a device node runs, whatever the graph calls it.
@@ -311,6 +313,7 @@ impl Engine {
             backend,
             arenas,
             gpu,
+            pce,
         })
     }
 
@@ -420,6 +423,17 @@ impl Engine {
     /// the device bytes they held.
     pub fn evict_srs_from_devices(&self, srs: &Arc<Srs>) -> usize {
         self.distinct_devices().filter_map(|d| d.evict(srs)).sum()
+    }
+
+    /// Forgets `srs`'s pre-compiled constraint recording (freed once no
+    /// partition uses it; its file stays, so the next use maps it again).
+    pub fn evict_recording(&self, srs: &Srs) {
+        self.pce.evict(srs)
+    }
+
+    /// Host bytes of the recordings held, for the daemon's memory account.
+    pub fn recording_bytes(&self) -> usize {
+        self.pce.resident_bytes()
     }
 
     /// Each GPU once (logical devices may share one).

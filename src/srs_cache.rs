@@ -44,7 +44,13 @@ pub struct SrsCache {
     /// SRSs evicted while jobs still held them: loading the file again
     /// takes that copy back rather than reading a second one beside it.
     evicted: Mutex<HashMap<PathBuf, Weak<Srs>>>,
+    /// Told of each least-recently-used eviction, so what hangs off the SRS
+    /// elsewhere (device copies, recordings) goes with it.
+    on_evict: Mutex<Option<EvictHook>>,
 }
+
+/// What [`SrsCache::on_evict`] calls.
+pub type EvictHook = Box<dyn Fn(&Arc<Srs>) + Send + Sync>;
 
 impl SrsCache {
     /// A cache without a memory limit.
@@ -60,6 +66,7 @@ impl SrsCache {
             slots: Mutex::default(),
             budget,
             evicted: Mutex::default(),
+            on_evict: Mutex::default(),
         }
     }
 
@@ -101,6 +108,11 @@ impl SrsCache {
         Ok(Loaded { srs, load_time })
     }
 
+    /// Calls `hook` with each SRS the budget evicts (least recently used).
+    pub fn on_evict(&self, hook: EvictHook) {
+        *self.on_evict.lock().unwrap() = Some(hook);
+    }
+
     /// The SRS of `path` if it is loaded, without waiting for a read.
     pub fn try_get(&self, path: &Path) -> Option<Arc<Srs>> {
         let slot = self.slots.lock().unwrap().get(path)?.clone();
@@ -130,7 +142,11 @@ impl SrsCache {
                 return;
             };
             tracing::info!(path = %victim.path.display(), bytes = victim.bytes, budget = self.budget, "SRS evicted (least recently used)");
-            self.evict(&victim.path);
+            if let Some(srs) = self.evict(&victim.path)
+                && let Some(hook) = self.on_evict.lock().unwrap().as_ref()
+            {
+                hook(&srs);
+            }
         }
     }
 

@@ -436,3 +436,70 @@ async fn sigterm_racing_submits_loses_no_accepted_job() {
     }
     eprintln!("drain races: {accepted_total} of 16 submits accepted, every one proven");
 }
+
+/// SIGKILL mid-job, a restart, and the client's retry with the same request
+/// id and inputs (what Curio's task scheduler does on a transport error):
+/// every job is proven in the end, and the restarted daemon is ready fast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_daemon_restarts_and_retried_jobs_prove() {
+    fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..5 {
+        let (mut child, addr) = spawn(dir.path(), &fil::param_cache(), "");
+        let started = Instant::now();
+        let c = client(&addr).await;
+        let ready = started.elapsed();
+        let id = format!("wdpost-kill-{round}");
+        let call = {
+            let mut c = c.clone();
+            let r = req(ProofKind::WindowPost, &id);
+            tokio::spawn(async move { c.prove(proto::ProveRequest { submit: Some(r) }).await })
+        };
+        // Killed once the job is known and unfinished (a proof takes
+        // seconds here; the check and the kill are microseconds apart).
+        let mut probe = c.clone();
+        loop {
+            let seen = probe
+                .await_proof(proto::AwaitProofRequest {
+                    job_id: id.clone(),
+                    timeout_ms: 1,
+                })
+                .await;
+            if seen.is_ok_and(|r| r.into_inner().status == AwaitStatus::Timeout as i32) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            call.await.unwrap().is_err(),
+            "round {round}: the call broke with the daemon"
+        );
+        // Restart; the socket file of the killed daemon is stale, not in use.
+        let (mut child, addr) = spawn(dir.path(), &fil::param_cache(), "");
+        let mut c = client(&addr).await;
+        let r = c
+            .prove(proto::ProveRequest {
+                submit: Some(req(ProofKind::WindowPost, &id)),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{id}: {}",
+            r.error_message
+        );
+        assert!(verify::window(&r.proof), "{id}");
+        assert!(
+            ready < Duration::from_secs(30),
+            "round {round}: ready after {ready:?}"
+        );
+        sigterm(&child);
+        assert!(child.wait().unwrap().success());
+    }
+}

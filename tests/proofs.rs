@@ -258,3 +258,32 @@ async fn many_jobs_never_allocate_past_the_arena_pool() {
         "{stats:?}"
     );
 }
+
+#[test]
+fn parameters_evicted_while_in_use_are_taken_back_not_read_twice() {
+    use cuzk::srs_cache::SrsCache;
+    let path = common::srs(Workload::Chain, 10)
+        .path
+        .clone()
+        .expect("read from a file");
+    let cache = SrsCache::new();
+    let first = cache.get(&path).unwrap();
+    let bytes = first.srs.memory_bytes();
+    let evicted = cache.evict(&path).unwrap();
+    assert!(Arc::ptr_eq(&evicted, &first.srs));
+    drop(evicted);
+    assert!(cache.entries().is_empty(), "no longer listed as loaded");
+    assert_eq!(
+        cache.resident_bytes(),
+        bytes,
+        "but counted while a job holds it"
+    );
+    let again = cache.get(&path).unwrap();
+    assert!(
+        Arc::ptr_eq(&again.srs, &first.srs) && again.load_time.is_zero(),
+        "the copy in use is taken back, not read a second time"
+    );
+    drop((first, again));
+    cache.evict(&path).unwrap();
+    assert_eq!(cache.resident_bytes(), 0, "freed once nobody holds it");
+}

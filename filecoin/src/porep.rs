@@ -49,13 +49,18 @@ impl C1 {
             #[serde(rename = "Phase1Out")]
             phase1_out: Option<serde::de::IgnoredAny>,
         }
-        let probe: Probe = serde_json::from_slice(bytes).map_err(|e| {
-            let what = match e.classify() {
-                serde_json::error::Category::Data => "is not a JSON object",
-                _ => "is not JSON",
-            };
-            FilError::malformed("the C1 input", format!("{what}: {e}"))
-        })?;
+        let not_json =
+            |e: serde_json::Error| FilError::malformed("the C1 input", format!("is not JSON: {e}"));
+        // serde reads a struct from a JSON array too: anything but an object
+        // is refused first (its syntax checked without keeping anything).
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(not_json)?;
+            return Err(FilError::malformed(
+                "the C1 input",
+                "is not a JSON object (filecoin-ffi's C1 output or curio's wrapper)",
+            ));
+        }
+        let probe: Probe = serde_json::from_slice(bytes).map_err(not_json)?;
         if probe.phase1_out.is_some() {
             let w: Wrapper = serde_json::from_slice(bytes)
                 .map_err(|e| FilError::malformed("the C1 wrapper", e))?;

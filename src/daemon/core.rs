@@ -200,6 +200,15 @@ impl Core {
             drills,
             config,
         });
+        // Parameters the SRS budget evicts take their device copies and
+        // recordings with them.
+        let weak = Arc::downgrade(&core);
+        core.srs.on_evict(Box::new(move |srs| {
+            if let Some(core) = weak.upgrade() {
+                core.engine.evict_srs_from_devices(srs);
+                core.engine.evict_recording(srs);
+            }
+        }));
         tokio::spawn(core.clone().admit_forever());
         tracing::info!(
             budget_gib = budget as f64 / (1u64 << 30) as f64,
@@ -357,6 +366,7 @@ impl Core {
                 return Ok((false, 0));
             };
             let device = core.engine.evict_srs_from_devices(&srs);
+            core.engine.evict_recording(&srs);
             // Jobs still running hold the host copy: it is freed when the
             // last of them ends, and a load meanwhile takes it back.
             let host = if Arc::strong_count(&srs) == 1 {
@@ -434,12 +444,13 @@ impl Core {
     }
 
     /// Of the memory budget, what partitions in flight may hold now: the
-    /// rest is taken by loaded parameters (host copies) and by the inputs of
-    /// queued jobs.
+    /// rest is taken by loaded parameters (host copies), their pre-compiled
+    /// constraint recordings and the inputs of queued jobs.
     pub fn partition_room(&self) -> u64 {
         let srs = self.srs.resident_bytes() as u64;
+        let recordings = self.engine.recording_bytes() as u64;
         let queued = self.queue.lock().unwrap().input_bytes();
-        self.budget.saturating_sub(srs + queued)
+        self.budget.saturating_sub(srs + recordings + queued)
     }
 
     /// Host bytes one partition of `job` takes, if its parameters are loaded.

@@ -181,8 +181,14 @@ fn bind_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::UnixListener>
         std::fs::remove_file(path)
             .with_context(|| format!("removing the stale socket {}", path.display()))?;
     }
-    let l = tokio::net::UnixListener::bind(path)
-        .with_context(|| format!("daemon.listen: binding {}", path.display()))?;
+    // The socket is created 0660 (not chmod-ed after bind), so no
+    // connection can be made in between under a permissive umask.
+    // SAFETY: umask only swaps this process's file-mode mask; restored below.
+    let umask = unsafe { libc::umask(0o117) };
+    let bound = tokio::net::UnixListener::bind(path);
+    // SAFETY: as above.
+    unsafe { libc::umask(umask) };
+    let l = bound.with_context(|| format!("daemon.listen: binding {}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     Ok(l)
 }

@@ -67,6 +67,8 @@ pub struct MemoryRow {
     pub budget_bytes: u64,
     /// Host copies of loaded parameters (evicted ones still in use included).
     pub srs_bytes: u64,
+    /// Pre-compiled constraint recordings held.
+    pub recording_bytes: u64,
     /// Inputs of jobs waiting for admission.
     pub queued_input_bytes: u64,
     /// Partitions of admitted jobs.
@@ -174,6 +176,7 @@ impl Core {
             memory: MemoryRow {
                 budget_bytes: self.budget,
                 srs_bytes: self.srs.resident_bytes() as u64,
+                recording_bytes: self.engine.recording_bytes() as u64,
                 queued_input_bytes: self.queue.lock().unwrap().input_bytes(),
                 in_flight_bytes: self.in_flight.load(Ordering::SeqCst),
                 arenas_mapped_bytes: arenas.mapped_bytes as u64,

@@ -283,6 +283,16 @@ impl PceCache {
     pub fn evict(&self, srs: &Srs) {
         self.slots.lock().unwrap().remove(&srs.id());
     }
+
+    /// Bytes of the recordings held (in memory or mapped); one being made
+    /// counts once it is done.
+    pub fn resident_bytes(&self) -> usize {
+        let slots: Vec<Slot> = self.slots.lock().unwrap().values().cloned().collect();
+        slots
+            .iter()
+            .filter_map(|s| s.try_lock().ok()?.as_ref().map(|r| r.bytes()))
+            .sum()
+    }
 }
 
 /// Where a recording came from.

@@ -175,11 +175,22 @@ impl Recording {
         }
     }
 
-    /// Writes the recording to `path` (temp file, then rename).
+    /// Writes the recording to `path`: a temp file made durable (fsync),
+    /// renamed over, and the rename made durable too, so a power loss leaves
+    /// the old file or the whole new one, never a torn one that every job
+    /// of the shape would then trip on.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, &self.data.bytes()[..self.sections.total])?;
-        std::fs::rename(&tmp, path)
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(&self.data.bytes()[..self.sections.total])?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     }
 
     /// Maps a recording written by [`Recording::write`]; `None` if the file
