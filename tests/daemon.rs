@@ -645,7 +645,7 @@ async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
         .into_inner();
     assert_eq!(
         (status.total_proofs_completed, status.total_proofs_failed),
-        (1 + finished, 0)
+        (1 + finished as u64, 0)
     );
     running.shutdown(Duration::from_secs(5)).await.unwrap();
 }
@@ -1158,4 +1158,445 @@ async fn fault_drills_fail_only_their_jobs_and_bystanders_verify() {
     let r = prove(&mut c, req(ProofKind::WinningPost, "after-drills")).await;
     assert!(verify::winning(&r.proof), "{}", r.error_message);
     running.shutdown(Duration::from_secs(10)).await.unwrap();
+}
+
+/// The inner C1 JSON of the fixture's wrapper, changed by `f`, wrapped again.
+fn rewrapped(f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut w: serde_json::Value =
+        serde_json::from_slice(&fil::read(&fixtures().0.porep.wrapper)).unwrap();
+    let mut inner: serde_json::Value =
+        serde_json::from_slice(&b64.decode(w["Phase1Out"].as_str().unwrap()).unwrap()).unwrap();
+    f(&mut inner);
+    w["Phase1Out"] = b64.encode(inner.to_string()).into();
+    w.to_string().into_bytes()
+}
+
+/// The malformed catalogue: (what it is, the request, words its refusal
+/// must contain). Every one is INVALID_ARGUMENT.
+fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
+    let porep = || req(ProofKind::Porep, "cat-porep");
+    let window = || req(ProofKind::WindowPost, "cat-window");
+    let winning = || req(ProofKind::WinningPost, "cat-winning");
+    let snap = || req(ProofKind::Snap, "cat-snap");
+    let with = |mut r: SubmitProofRequest, f: &dyn Fn(&mut SubmitProofRequest)| {
+        f(&mut r);
+        r
+    };
+    let bincode_junk: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+    vec![
+        // The envelope.
+        (
+            "kind 0",
+            with(window(), &|r| r.proof_kind = 0),
+            "proof_kind: is unspecified",
+        ),
+        (
+            "kind 99",
+            with(window(), &|r| r.proof_kind = 99),
+            "proof_kind: 99 is not a proof kind",
+        ),
+        (
+            "priority 99",
+            with(window(), &|r| r.priority = 99),
+            "priority: 99 is not a priority",
+        ),
+        (
+            "1 MiB request id",
+            with(window(), &|r| r.request_id = "x".repeat(1 << 20)),
+            "request_id: is 1048576 bytes",
+        ),
+        (
+            "newline in the id",
+            with(window(), &|r| r.request_id = "a\nforged log line".into()),
+            "request_id: contains",
+        ),
+        (
+            "ANSI escapes in the id",
+            with(window(), &|r| r.request_id = "a\u{1b}[2J".into()),
+            "request_id: contains",
+        ),
+        (
+            "our separator in the id",
+            with(window(), &|r| r.request_id = "a@b".into()),
+            "request_id: contains '@'",
+        ),
+        (
+            "PoRep sector size mismatch",
+            with(porep(), &|r| r.sector_size = 8 << 20),
+            "does not match the proof's 2KiB sector",
+        ),
+        (
+            "PoSt sector size mismatch",
+            with(window(), &|r| r.sector_size = 32 << 30),
+            "does not match the proof's 2KiB sector",
+        ),
+        // PoRep.
+        (
+            "PoRep empty",
+            with(porep(), &|r| r.vanilla_proof.clear()),
+            "vanilla_proof: is empty",
+        ),
+        (
+            "PoRep not JSON",
+            with(porep(), &|r| r.vanilla_proof = b"\x00\x01binary".to_vec()),
+            "vanilla_proof: the C1 input: is not JSON",
+        ),
+        (
+            "PoRep 8 MiB of [0,0,...]",
+            with(porep(), &|r| {
+                r.vanilla_proof = format!("[{}0]", "0,".repeat(4 << 20)).into_bytes()
+            }),
+            "is not a JSON object",
+        ),
+        (
+            "PoRep nested 200 deep",
+            with(porep(), &|r| {
+                r.vanilla_proof = format!("{}{}", "[".repeat(200), "]".repeat(200)).into_bytes()
+            }),
+            "is not a JSON object",
+        ),
+        (
+            "PoRep nested a million deep",
+            with(porep(), &|r| {
+                r.vanilla_proof =
+                    format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000)).into_bytes()
+            }),
+            "is not a JSON object",
+        ),
+        (
+            "PoRep trailing bytes",
+            with(porep(), &|r| r.vanilla_proof.extend_from_slice(b" {}")),
+            "is not JSON: trailing characters",
+        ),
+        (
+            "Phase1Out not base64",
+            with(porep(), &|r| {
+                let mut w: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
+                w["Phase1Out"] = "@@not base64@@".into();
+                r.vanilla_proof = w.to_string().into_bytes();
+            }),
+            "Phase1Out: is not base64",
+        ),
+        (
+            "Phase1Out base64 of junk",
+            with(porep(), &|r| {
+                let mut w: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
+                w["Phase1Out"] = "QUJDREVGRw==".into();
+                r.vanilla_proof = w.to_string().into_bytes();
+            }),
+            "the C1 output inside the wrapper: is not a SealCommitPhase1Output",
+        ),
+        (
+            "wrapper SectorSize mismatch",
+            with(porep(), &|r| {
+                let mut w: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
+                w["SectorSize"] = (8u64 << 20).into();
+                r.vanilla_proof = w.to_string().into_bytes();
+            }),
+            "the wrapper declares a 8MiB sector",
+        ),
+        (
+            "wrapper for another sector",
+            with(porep(), &|r| r.sector_number += 1),
+            "was asked for but the wrapper is for sector",
+        ),
+        (
+            "C1 for another miner",
+            with(porep(), &|r| r.miner_id += 1),
+            "was not made for miner",
+        ),
+        (
+            "PoRep registered proof 99",
+            with(porep(), &|r| r.registered_proof = 99),
+            "registered_proof: 99",
+        ),
+        (
+            "PoRep with vanilla_proofs",
+            with(porep(), &|r| r.vanilla_proofs = vec![vec![1]]),
+            "is proof_kind right?",
+        ),
+        (
+            "comm_r all zeros",
+            with(porep(), &|r| {
+                r.vanilla_proof = rewrapped(|c| c["comm_r"] = serde_json::json!(vec![0u8; 32]))
+            }),
+            "comm_r is all zeroes",
+        ),
+        (
+            "seed all zeros",
+            with(porep(), &|r| {
+                r.vanilla_proof = rewrapped(|c| c["seed"] = serde_json::json!(vec![0u8; 32]))
+            }),
+            "seed is all zeroes",
+        ),
+        (
+            "C1 without a seed",
+            with(porep(), &|r| {
+                r.vanilla_proof = rewrapped(|c| {
+                    c.as_object_mut().unwrap().remove("seed");
+                })
+            }),
+            "is not a SealCommitPhase1Output",
+        ),
+        (
+            "C1 with another replica id",
+            with(porep(), &|r| {
+                r.vanilla_proof = rewrapped(|c| c["replica_id"] = serde_json::json!(vec![1u8; 32]))
+            }),
+            "replica id",
+        ),
+        // PoSt.
+        (
+            "Window no vanilla proofs",
+            with(window(), &|r| r.vanilla_proofs.clear()),
+            "vanilla_proofs: is empty",
+        ),
+        (
+            "Window 100000 empty elements",
+            with(window(), &|r| r.vanilla_proofs = vec![vec![]; 100_000]),
+            "vanilla_proofs[0]: is empty",
+        ),
+        (
+            "Window 1000 sectors",
+            with(window(), &|r| {
+                r.vanilla_proofs = vec![r.vanilla_proofs[0].clone(); 1000]
+            }),
+            "one Window partition holds at most",
+        ),
+        (
+            "Window junk bincode",
+            with(window(), &|r| r.vanilla_proofs[0] = bincode_junk.clone()),
+            "vanilla_proofs[0]: is not a bincode FallbackPoStSectorProof",
+        ),
+        (
+            "Window trailing bytes",
+            with(window(), &|r| {
+                r.vanilla_proofs[0].extend_from_slice(&[0; 9])
+            }),
+            "vanilla_proofs[0]: is not a bincode",
+        ),
+        (
+            "Window length prefix 2^62",
+            with(window(), &|r| {
+                r.vanilla_proofs[0][8..16].copy_from_slice(&(1u64 << 62).to_le_bytes())
+            }),
+            "vanilla_proofs[0]: is not a bincode",
+        ),
+        (
+            "Window truncated",
+            with(window(), &|r| {
+                let n = r.vanilla_proofs[0].len() / 2;
+                r.vanilla_proofs[0].truncate(n);
+            }),
+            "vanilla_proofs[0]: is not a bincode",
+        ),
+        (
+            "Window with vanilla_proof",
+            with(window(), &|r| r.vanilla_proof = b"{}".to_vec()),
+            "is set, but WindowPoSt's vanilla proofs",
+        ),
+        (
+            "Window with a Winning proof type",
+            with(window(), &|r| {
+                r.registered_proof = winning().registered_proof
+            }),
+            "is not a Window PoSt",
+        ),
+        (
+            "Window of another partition",
+            with(window(), &|r| r.partition_index += 1),
+            "do not verify",
+        ),
+        (
+            "Window registered proof 77",
+            with(window(), &|r| r.registered_proof = 77),
+            "registered_proof: 77 is not a registered PoSt proof",
+        ),
+        (
+            "Winning two sectors",
+            with(winning(), &|r| {
+                r.vanilla_proofs.push(r.vanilla_proofs[0].clone())
+            }),
+            "Winning PoSt proves exactly",
+        ),
+        (
+            "Winning with a Window proof type",
+            with(winning(), &|r| {
+                r.registered_proof = window().registered_proof
+            }),
+            "is not a Winning PoSt",
+        ),
+        (
+            "Winning 31-byte randomness",
+            with(winning(), &|r| r.randomness.truncate(31)),
+            "randomness: is 31 bytes",
+        ),
+        (
+            "Winning other randomness",
+            with(winning(), &|r| r.randomness[0] ^= 1),
+            "does not verify",
+        ),
+        (
+            "Winning randomness not a field element",
+            with(winning(), &|r| r.randomness = vec![0xff; 32]),
+            "randomness",
+        ),
+        // SnapDeals.
+        (
+            "Snap one partition short",
+            with(snap(), &|r| {
+                r.vanilla_proofs.pop();
+            }),
+            "partition proofs;",
+        ),
+        (
+            "Snap comm_r_old empty",
+            with(snap(), &|r| r.comm_r_old.clear()),
+            "comm_r_old: is empty",
+        ),
+        (
+            "Snap comm_r_old 31 bytes",
+            with(snap(), &|r| r.comm_r_old.truncate(31)),
+            "comm_r_old: is 31 bytes",
+        ),
+        (
+            "Snap comm_r_new 33 bytes",
+            with(snap(), &|r| r.comm_r_new.push(0)),
+            "comm_r_new: is 33 bytes",
+        ),
+        (
+            "Snap junk bincode",
+            with(snap(), &|r| r.vanilla_proofs[0] = bincode_junk.clone()),
+            "vanilla_proofs[0]: is not a bincode partition proof",
+        ),
+        (
+            "Snap comm_d_new not a field element",
+            with(snap(), &|r| r.comm_d_new = vec![0xff; 32]),
+            "comm_d_new",
+        ),
+        (
+            "Snap registered proof 99",
+            with(snap(), &|r| r.registered_proof = 99),
+            "registered_proof: 99",
+        ),
+    ]
+}
+
+/// Every malformed class, over TCP and over a unix socket: INVALID_ARGUMENT
+/// naming what is wrong, nothing queued, GetStatus answering within a
+/// second after each; the admin calls refuse bad names; valid requests
+/// (a commitment sent as a CID, unknown fields) are accepted; then a proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_malformed_catalogue_is_refused_by_name_over_tcp_and_unix() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = format!("unix://{}", dir.path().join("cat.sock").display());
+    let fifo = dir.path().join("fifo.params");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a C string that lives through the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    for listen in ["127.0.0.1:0", sock.as_str()] {
+        let (running, mut c) = daemon(config(listen)).await;
+        let cases = catalogue();
+        assert!(cases.len() >= 48, "{} classes", cases.len());
+        for (what, r, words) in cases {
+            let e = c.submit_proof(r).await.unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{what}: {}", e.message());
+            assert!(
+                e.message().contains(words),
+                "{what}: wanted `{words}` in: {}",
+                e.message()
+            );
+            assert!(e.message().len() < 4096, "{what}: a bounded message");
+            let t = std::time::Instant::now();
+            c.get_status(proto::GetStatusRequest {}).await.unwrap();
+            assert!(t.elapsed() < Duration::from_secs(1), "{what}: alive");
+        }
+        let e = c
+            .prove(proto::ProveRequest { submit: None })
+            .await
+            .unwrap_err();
+        assert!(e.code() == Code::InvalidArgument && e.message().contains("submit: is missing"));
+        for circuit in [
+            "/etc/passwd",
+            "/tmp",
+            fifo.to_str().unwrap(),
+            "../../etc/shadow.params",
+        ] {
+            let e = c
+                .preload_srs(proto::PreloadSrsRequest {
+                    circuit_id: circuit.into(),
+                })
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{circuit}");
+            assert!(
+                e.message()
+                    .contains("is not a .params file in the parameter cache"),
+                "{}",
+                e.message()
+            );
+        }
+        let e = c
+            .evict_srs(proto::EvictSrsRequest {
+                circuit_id: "porep-7x".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        let huge = "y".repeat(1 << 20);
+        let e = c
+            .await_proof(proto::AwaitProofRequest {
+                job_id: huge.clone(),
+                timeout_ms: 1,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::NotFound);
+        assert!(
+            e.message().len() < 300,
+            "the unknown id is not echoed whole"
+        );
+        let e = c
+            .cancel_proof(proto::CancelProofRequest { job_id: huge })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::NotFound);
+        assert!(
+            running.core.queue.lock().unwrap().is_empty(),
+            "nothing was queued"
+        );
+        assert!(running.core.jobs.all().is_empty(), "no job was made");
+
+        // Commitments as CIDs are accepted (and that job cancelled).
+        let mut cid = snap_request_with_cids();
+        cid.request_id = "cat-snap-cid".into();
+        let ok = c.submit_proof(cid).await.unwrap().into_inner();
+        c.cancel_proof(proto::CancelProofRequest { job_id: ok.job_id })
+            .await
+            .unwrap();
+        let r = prove(&mut c, req(ProofKind::WinningPost, "cat-after")).await;
+        assert!(verify::winning(&r.proof), "{}", r.error_message);
+        running.shutdown(Duration::from_secs(10)).await.unwrap();
+    }
+}
+
+/// The fixture's SnapDeals request with its commitments as CIDs
+/// (v1, fil-commitment codecs, a 32-byte multihash).
+fn snap_request_with_cids() -> SubmitProofRequest {
+    let mut r = req(ProofKind::Snap, "");
+    let cid = |raw: &[u8], codec: &[u8], hash: &[u8]| {
+        let mut c = vec![0x01];
+        c.extend_from_slice(codec);
+        c.extend_from_slice(hash);
+        c.push(0x20);
+        c.extend_from_slice(raw);
+        c
+    };
+    // fil-commitment-sealed / poseidon, fil-commitment-unsealed / sha2-254-trunc254-padded.
+    r.comm_r_old = cid(&r.comm_r_old, &[0x82, 0xe2, 0x03], &[0x92, 0x20]);
+    r.comm_r_new = cid(&r.comm_r_new, &[0x82, 0xe2, 0x03], &[0x92, 0x20]);
+    r.comm_d_new = cid(&r.comm_d_new, &[0x81, 0xe2, 0x03], &[0x92, 0x20]);
+    r
 }

@@ -18,14 +18,18 @@ use cuzk::filecoin::ProofKind;
 /// Starts `cuzk daemon` on a unix socket in `dir` with `extra` config lines.
 fn spawn(dir: &Path, params: &Path, extra: &str) -> (Child, String) {
     let sock = dir.join("d.sock");
+    spawn_on(dir, params, &format!("unix://{}", sock.display()), extra)
+}
+
+/// Starts `cuzk daemon` listening on `listen`; the address to call.
+fn spawn_on(dir: &Path, params: &Path, listen: &str, extra: &str) -> (Child, String) {
     let config = dir.join("daemon.toml");
     std::fs::write(
         &config,
         format!(
             "[gpu]\nbackend = \"cpu\"\n[threads]\nsynthesis = 2\ngroth16 = 2\n[pipeline]\nvariant = \"single_lock\"\n\
-             [fil]\nparameter_cache = \"{}\"\n[daemon]\nlisten = \"unix://{}\"\n{extra}\n",
+             [fil]\nparameter_cache = \"{}\"\n[daemon]\nlisten = \"{listen}\"\n{extra}\n",
             params.display(),
-            sock.display()
         ),
     )
     .unwrap();
@@ -37,7 +41,16 @@ fn spawn(dir: &Path, params: &Path, extra: &str) -> (Child, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    (child, format!("unix://{}", sock.display()))
+    (child, listen.to_string())
+}
+
+/// A loopback port free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn client(addr: &str) -> Client {
@@ -171,10 +184,25 @@ async fn hundreds_of_queued_jobs_keep_memory_flat_and_all_verify() {
         let f = window.with_extension(ext);
         std::os::unix::fs::symlink(&f, params.join(f.file_name().unwrap())).unwrap();
     }
-    // Fewer queue places than jobs: the overflow is refused, clearly.
+    // Fewer queue places than jobs: the overflow is refused, clearly. A
+    // memory budget that admits two jobs at a time, once the parameters
+    // and every queued input are counted, so the queue does fill.
     const N: usize = 200;
     const PLACES: usize = 150;
-    let (mut child, addr) = spawn(dir.path(), &params, &format!("max_queued = {PLACES}"));
+    let srs = cuzk::stages::Srs::read(&window, false).unwrap();
+    let partition = cuzk::stages::partition::PartitionLayout::new(srs.shape()).bytes as u64;
+    let input: u64 = req(ProofKind::WindowPost, "x")
+        .vanilla_proofs
+        .iter()
+        .map(|v| v.len() as u64)
+        .sum();
+    let budget = srs.memory_bytes() as u64 + PLACES as u64 * input + partition * 5 / 2;
+    drop(srs);
+    let (mut child, addr) = spawn(
+        dir.path(),
+        &params,
+        &format!("max_queued = {PLACES}\nreserve_post = 0\n[memory]\nbudget = {budget}"),
+    );
     let mut c = client(&addr).await;
     let e = c
         .submit_proof(req(ProofKind::WinningPost, "no-params"))
@@ -502,4 +530,93 @@ async fn a_killed_daemon_restarts_and_retried_jobs_prove() {
         sigterm(&child);
         assert!(child.wait().unwrap().success());
     }
+}
+
+/// Two thousand idle connections to the gRPC port and two hundred slowloris
+/// clients on the status port: a legitimate GetStatus still answers within a
+/// second, a WinningPoSt proves, and the slow clients are dropped once the
+/// header timeout passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slowloris_connections_do_not_starve_real_calls() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    fixtures();
+    // This process holds the client ends: 2,200 descriptors.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit on a local struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (grpc, web) = (free_port(), free_port());
+    let (mut child, addr) = spawn_on(
+        dir.path(),
+        &fil::param_cache(),
+        &format!("127.0.0.1:{grpc}"),
+        &format!("status_listen = \"127.0.0.1:{web}\""),
+    );
+    let mut c = client(&addr).await;
+    let mut idle = vec![];
+    for _ in 0..2000 {
+        idle.push(
+            tokio::net::TcpStream::connect(("127.0.0.1", grpc))
+                .await
+                .unwrap(),
+        );
+    }
+    let mut slow = vec![];
+    for _ in 0..200 {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", web))
+            .await
+            .unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    let t = Instant::now();
+    c.get_status(proto::GetStatusRequest {}).await.unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "GetStatus took {:?}",
+        t.elapsed()
+    );
+    let r = c
+        .prove(proto::ProveRequest {
+            submit: Some(req(ProofKind::WinningPost, "winning-under-flood")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert!(verify::winning(&r.proof), "{}", r.error_message);
+    // The status page still answers a real request beside the slow ones.
+    let mut real = tokio::net::TcpStream::connect(("127.0.0.1", web))
+        .await
+        .unwrap();
+    real.write_all(b"GET /status HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    real.read_to_string(&mut answer).await.unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "{}",
+        &answer[..answer.len().min(80)]
+    );
+    // Past the header timeout every slow client has been dropped.
+    tokio::time::sleep(cuzk::daemon::web::HEADER_TIMEOUT + Duration::from_secs(2)).await;
+    for (i, s) in slow.iter_mut().enumerate() {
+        let mut rest = vec![];
+        let read = tokio::time::timeout(Duration::from_secs(1), s.read_to_end(&mut rest)).await;
+        assert!(read.is_ok(), "slow client {i} is still connected");
+    }
+    drop(idle);
+    sigterm(&child);
+    assert!(child.wait().unwrap().success());
 }

@@ -163,7 +163,7 @@ async fn bad_inputs_get_clear_errors_and_the_next_job_proves() {
     let c1 = porep::C1::parse(&read(&meta.porep.wrapper)).unwrap();
     let other = filecoin_proofs_api::RegisteredSealProof::StackedDrg8MiBV1_1;
     let err = error_of(porep::job(&c1, meta.miner, None, Some(other)));
-    assert!(err.contains("registered proof mismatch"), "{err}");
+    assert!(err.contains("registered_proof: mismatch"), "{err}");
     let err = error_of(porep::job(&c1, meta.miner + 1, None, None));
     assert!(err.contains("not made for miner 1001"), "{err}");
 

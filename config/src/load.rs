@@ -152,7 +152,12 @@ impl Loaded {
 
     /// The effective configuration as TOML, each value annotated with its origin.
     pub fn show(&self) -> String {
-        let value = toml::Value::try_from(&self.config).expect("the schema serialises to TOML");
+        // Secrets are shown as set, never printed (a shared terminal, a log).
+        let mut shown = self.config.clone();
+        if shown.daemon.token.is_some() {
+            shown.daemon.token = Some("<set, not shown>".into());
+        }
+        let value = toml::Value::try_from(&shown).expect("the schema serialises to TOML");
         let mut out = String::new();
         let toml::Value::Table(root) = value else {
             unreachable!("a struct is a table")

@@ -120,3 +120,16 @@ fn a_missing_file_is_named() {
         "config file `/nonexistent/cuzk.toml` does not exist"
     );
 }
+
+#[test]
+fn config_show_never_prints_the_token() {
+    Jail::expect_with(|jail| {
+        jail.create_file("cuzk.toml", "[daemon]\ntoken = \"hunter2\"\n")?;
+        let loaded = load(Some("cuzk.toml".as_ref())).unwrap();
+        assert_eq!(loaded.config.daemon.token.as_deref(), Some("hunter2"));
+        let shown = loaded.show();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("<set, not shown>"), "{shown}");
+        Ok(())
+    });
+}

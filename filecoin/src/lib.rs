@@ -28,3 +28,17 @@ pub mod snap;
 
 pub use error::FilError;
 pub use job::{FilJob, ProofKind, Verifier, proof_bytes};
+
+/// Decodes bincode that must be exactly one `T` (bincode's default reads a
+/// `T` and ignores what follows, so bytes appended to a vanilla proof would
+/// pass unnoticed). Length prefixes are checked against the bytes left, so
+/// no prefix can make it allocate more than the input holds.
+pub(crate) fn bincode_exact<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<T, bincode::Error> {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+}

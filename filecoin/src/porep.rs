@@ -123,7 +123,7 @@ pub fn job(
         && e != rp
     {
         return Err(FilError::Mismatch(format!(
-            "registered proof mismatch: the request says {e:?}, the C1 output was made for {rp:?}"
+            "registered_proof: mismatch: the request says {e:?}, the C1 output was made for {rp:?}"
         )));
     }
     let size = c1.sector_size();
@@ -131,7 +131,7 @@ pub fn job(
         && d != size
     {
         return Err(FilError::Mismatch(format!(
-            "the wrapper declares a {} sector but the C1 output is for {} ({rp:?})",
+            "vanilla_proof: the wrapper declares a {} sector but the C1 output is for {} ({rp:?})",
             sector_size_name(d),
             sector_size_name(size)
         )));
@@ -139,7 +139,7 @@ pub fn job(
     let sector = match (sector, c1.sector) {
         (Some(a), Some(b)) if a != b => {
             return Err(FilError::Mismatch(format!(
-                "sector {a} was asked for but the wrapper is for sector {b}"
+                "sector_number: sector {a} was asked for but the wrapper is for sector {b}"
             )));
         }
         (Some(s), _) | (None, Some(s)) => s,
@@ -199,7 +199,7 @@ fn job_for<Tree: 'static + MerkleTreeTrait>(
         generate_replica_id::<Tree::Hasher, _>(&prover, sector, &c1.ticket, comm_d, &cfg.porep_id);
     if expected != replica_id {
         return Err(FilError::Mismatch(format!(
-            "the C1 output was not made for miner {miner} and sector {sector}: its replica id does not match theirs"
+            "miner_id, sector_number: the C1 output was not made for miner {miner} and sector {sector}: its replica id does not match theirs"
         )));
     }
     let pub_in = stacked::PublicInputs {

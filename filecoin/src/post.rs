@@ -62,7 +62,7 @@ fn decode<Tree: MerkleTreeTrait>(
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            bincode::deserialize(b).map_err(|e| {
+            crate::bincode_exact(b).map_err(|e| {
                 FilError::malformed(
                     format!("vanilla_proofs[{i}]"),
                     format!("is not a bincode FallbackPoStSectorProof: {e}"),
@@ -81,7 +81,7 @@ pub fn window_job(req: &PostRequest) -> Result<FilJob, FilError> {
     let rp = req.registered_proof;
     if rp.typ() != filecoin_proofs_api::PoStType::Window {
         return Err(FilError::Mismatch(format!(
-            "registered proof {rp:?} is not a Window PoSt"
+            "registered_proof: {rp:?} is not a Window PoSt"
         )));
     }
     let cfg = rp.as_v1_config();
@@ -98,17 +98,19 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
     req: &PostRequest,
     cfg: PoStConfig,
 ) -> Result<FilJob, FilError> {
-    let vanilla = decode::<Tree>(req)?;
-    if vanilla.len() > cfg.sector_count {
+    // Counted before anything is decoded: a request of many sectors must
+    // not take their decoded size first.
+    if req.vanilla_proofs.len() > cfg.sector_count {
         return Err(FilError::malformed(
             "vanilla_proofs",
             format!(
                 "has {} sectors; one Window partition holds at most {}",
-                vanilla.len(),
+                req.vanilla_proofs.len(),
                 cfg.sector_count
             ),
         ));
     }
+    let vanilla = decode::<Tree>(req)?;
     let (prover, randomness, pid) = identities::<Tree>(req)?;
     let pp = setup::<Tree>(
         filecoin_proofs::parameters::window_post_setup_params(&cfg),
@@ -175,7 +177,7 @@ pub fn winning_job(req: &PostRequest) -> Result<FilJob, FilError> {
     let rp = req.registered_proof;
     if rp.typ() != filecoin_proofs_api::PoStType::Winning {
         return Err(FilError::Mismatch(format!(
-            "registered proof {rp:?} is not a Winning PoSt"
+            "registered_proof: {rp:?} is not a Winning PoSt"
         )));
     }
     let cfg = rp.as_v1_config();
@@ -186,17 +188,17 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
     req: &PostRequest,
     cfg: PoStConfig,
 ) -> Result<FilJob, FilError> {
-    let vanilla = decode::<Tree>(req)?;
-    if vanilla.len() != cfg.sector_count {
+    if req.vanilla_proofs.len() != cfg.sector_count {
         return Err(FilError::malformed(
             "vanilla_proofs",
             format!(
                 "has {} sectors; Winning PoSt proves exactly {}",
-                vanilla.len(),
+                req.vanilla_proofs.len(),
                 cfg.sector_count
             ),
         ));
     }
+    let vanilla = decode::<Tree>(req)?;
     let (prover, randomness, pid) = identities::<Tree>(req)?;
     let pp = setup::<Tree>(
         filecoin_proofs::parameters::winning_post_setup_params(&cfg)?,

@@ -102,7 +102,7 @@ fn job_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         .iter()
         .enumerate()
         .map(|(k, b)| {
-            bincode::deserialize(b).map_err(|e| {
+            crate::bincode_exact(b).map_err(|e| {
                 FilError::malformed(
                     format!("vanilla_proofs[{k}]"),
                     format!("is not a bincode partition proof: {e}"),

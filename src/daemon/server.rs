@@ -98,6 +98,7 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         );
     }
     crate::metrics::recorder()?;
+    raise_fd_limit();
     let core = Core::start(config.clone(), options)?;
     let service = ProvingEngineServer::new(Service { core: core.clone() })
         .max_decoding_message_size(MAX_MESSAGE)
@@ -163,6 +164,26 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         stop: Some(stop),
         server,
     })
+}
+
+/// Raises the soft limit on open files to the hard one: every connection
+/// takes a descriptor, and running out of them fails parameter and recording
+/// opens, so jobs would fail for idle clients (the soft limit is often 1024).
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            let was = lim.rlim_cur;
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                tracing::debug!(from = was, to = lim.rlim_max, "raised the open-file limit");
+            }
+        }
+    }
 }
 
 /// A unix socket at `path` (a stale one from a previous run replaced), mode 0660.

@@ -26,6 +26,15 @@ fn refused(e: Refused) -> Status {
     }
 }
 
+/// An id as an error message may echo it: at most 80 characters, so an
+/// unknown megabyte id is not sent back whole.
+fn shown(id: &str) -> String {
+    match id.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &id[..cut], id.len()),
+        None => id.to_string(),
+    }
+}
+
 fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
@@ -97,11 +106,10 @@ impl proto::proving_engine_server::ProvingEngine for Service {
         request: Request<proto::AwaitProofRequest>,
     ) -> Result<Response<proto::AwaitProofResponse>, Status> {
         let req = request.into_inner();
-        let job = self
-            .core
-            .jobs
-            .get(&req.job_id)
-            .ok_or_else(|| Status::not_found(format!("job_id: no job `{}`", req.job_id)))?;
+        let job =
+            self.core.jobs.get(&req.job_id).ok_or_else(|| {
+                Status::not_found(format!("job_id: no job `{}`", shown(&req.job_id)))
+            })?;
         let timeout = (req.timeout_ms > 0).then(|| Duration::from_millis(req.timeout_ms));
         let outcome = job.wait(timeout).await;
         Ok(Response::new(answer(&job, outcome.as_deref())))
@@ -132,7 +140,7 @@ impl proto::proving_engine_server::ProvingEngine for Service {
         let was_running = self
             .core
             .cancel(&id)
-            .ok_or_else(|| Status::not_found(format!("job_id: no job `{id}`")))?;
+            .ok_or_else(|| Status::not_found(format!("job_id: no job `{}`", shown(&id))))?;
         Ok(Response::new(proto::CancelProofResponse { was_running }))
     }
 
