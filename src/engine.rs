@@ -45,6 +45,9 @@ pub enum ProveError {
         stage: String,
         partition: usize,
         message: String,
+        /// The device whose fault failed it, when a device fault did (and
+        /// no other device was left to retry it on).
+        device: Option<usize>,
     },
     #[error("the job was cancelled")]
     Cancelled,
@@ -61,11 +64,14 @@ impl From<JobError> for ProveError {
                 node,
                 partition,
                 message,
-                ..
+                error,
             } => Self::Partition {
                 stage: node,
                 partition,
                 message,
+                device: error
+                    .downcast_ref::<cuzk_engine::DeviceFault>()
+                    .map(|f| f.device),
             },
             JobError::Cancelled => Self::Cancelled,
             JobError::Shutdown => Self::Shutdown,

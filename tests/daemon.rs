@@ -1600,3 +1600,42 @@ fn snap_request_with_cids() -> SubmitProofRequest {
     r.comm_d_new = cid(&r.comm_d_new, &[0x81, 0xe2, 0x03], &[0x92, 0x20]);
     r
 }
+
+/// Jobs failing on device faults in a row (a wedged GPU) make the daemon
+/// report itself unhealthy, naming the device; a job that completes makes
+/// it healthy again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_faults_in_a_row_are_reported_until_a_job_completes() {
+    use cuzk::daemon::health::UNHEALTHY_AFTER;
+    use cuzk::faults::{Fault, FaultKind};
+    fixtures();
+    let options = cuzk::EngineOptions {
+        faults: vec![Fault {
+            stage: "gpu_ntt_msm".into(),
+            job: "wedged-".into(),
+            kind: FaultKind::DeviceFault,
+        }],
+        ..Default::default()
+    };
+    let running = start(config("127.0.0.1:0"), options).await.unwrap();
+    let mut c = connect(&running.listen.to_string(), None).await.unwrap();
+    for i in 0..UNHEALTHY_AFTER {
+        assert!(
+            running.core.snapshot().unhealthy.is_none(),
+            "healthy after {i}"
+        );
+        let r = prove(&mut c, req(ProofKind::WinningPost, &format!("wedged-{i}"))).await;
+        assert_eq!(r.status, AwaitStatus::Failed as i32);
+        assert!(
+            r.error_message.contains("injected device fault"),
+            "{}",
+            r.error_message
+        );
+    }
+    let why = running.core.snapshot().unhealthy.expect("unhealthy");
+    assert!(why.contains("device 0") && why.contains("Xid"), "{why}");
+    let r = prove(&mut c, req(ProofKind::WinningPost, "well")).await;
+    assert!(verify::winning(&r.proof), "{}", r.error_message);
+    assert!(running.core.snapshot().unhealthy.is_none(), "healthy again");
+    running.shutdown(Duration::from_secs(10)).await.unwrap();
+}

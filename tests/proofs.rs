@@ -115,6 +115,7 @@ async fn a_wrong_public_input_is_a_clear_error_and_the_next_job_proves() {
             stage,
             partition,
             message,
+            ..
         } => {
             assert_eq!((stage.as_str(), *partition), ("synth", 1));
             assert!(

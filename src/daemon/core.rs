@@ -141,6 +141,8 @@ pub struct Core {
     partitions_in_flight: usize,
     /// Fault drills at the daemon's own points (`daemon.admit`, `daemon.complete`).
     drills: Vec<crate::faults::Fault>,
+    /// Whether jobs keep failing on device faults.
+    pub health: super::health::Health,
 }
 
 impl Core {
@@ -198,6 +200,7 @@ impl Core {
             parsing: tokio::sync::Semaphore::new(PARSING_MIB as usize),
             partitions_in_flight,
             drills,
+            health: Default::default(),
             config,
         });
         // Parameters the SRS budget evicts take their device copies and
@@ -624,6 +627,15 @@ impl Core {
         result: Result<FilProof, FilProveError>,
         srs_load: Duration,
     ) -> Outcome {
+        match &result {
+            Ok(_) => self.health.completed(),
+            Err(FilProveError::Engine(ProveError::Partition {
+                device: Some(d),
+                message,
+                ..
+            })) => self.health.device_fault(*d, message),
+            Err(_) => {}
+        }
         match result {
             Ok(proof) => Outcome {
                 ending: Ending::Completed,

@@ -13,6 +13,7 @@
 pub mod circuit_id;
 pub mod client;
 pub mod core;
+pub mod health;
 pub mod jobs;
 pub mod monitor;
 pub mod networks;
@@ -35,5 +36,10 @@ pub fn metrics_text(core: &core::Core) -> String {
     metrics::gauge!("cuzk_daemon_queued_jobs").set(core.queue.lock().unwrap().len() as f64);
     metrics::gauge!("cuzk_daemon_admitted_bytes").set(core.in_flight.load(Ordering::SeqCst) as f64);
     metrics::gauge!("cuzk_daemon_memory_budget_bytes").set(core.budget as f64);
+    metrics::gauge!("cuzk_daemon_healthy").set(if core.health.unhealthy().is_some() {
+        0.0
+    } else {
+        1.0
+    });
     crate::metrics::render()
 }

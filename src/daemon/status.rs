@@ -85,6 +85,9 @@ pub struct Snapshot {
     pub graph: String,
     pub backend: String,
     pub draining: bool,
+    /// Why the devices look wedged ([`super::health`]); absent when healthy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
     pub listen: String,
     pub queues: Vec<QueueRow>,
     pub stages: Vec<StageRow>,
@@ -147,6 +150,7 @@ impl Core {
             graph: status.graph.clone(),
             backend: engine.backend().name().into(),
             draining: self.is_draining(),
+            unhealthy: self.health.unhealthy(),
             listen: self.config.daemon.listen.clone(),
             queues: queues
                 .into_iter()
