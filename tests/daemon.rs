@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::fil::{self, fixtures, verify};
+use common::fil::{self, fixtures, prove, verify};
 use cuzk::daemon::client::{Client, connect, request_from_fixtures};
 use cuzk::daemon::proto::{
     self, Priority, SubmitProofRequest, await_proof_response::Status as AwaitStatus,
@@ -38,15 +38,6 @@ async fn daemon(c: cuzk::config::Config) -> (Running, Client) {
 
 fn req(kind: ProofKind, id: &str) -> SubmitProofRequest {
     request_from_fixtures(&fixtures().1, kind, id, Priority::Unspecified).unwrap()
-}
-
-async fn prove(c: &mut Client, r: SubmitProofRequest) -> proto::AwaitProofResponse {
-    c.prove(proto::ProveRequest { submit: Some(r) })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1173,6 +1164,14 @@ fn rewrapped(f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
     w.to_string().into_bytes()
 }
 
+/// The fixture's wrapper with its field `key` set to `value`.
+fn wrapper_with(key: &str, value: serde_json::Value) -> Vec<u8> {
+    let mut w: serde_json::Value =
+        serde_json::from_slice(&fil::read(&fixtures().0.porep.wrapper)).unwrap();
+    w[key] = value;
+    w.to_string().into_bytes()
+}
+
 /// The malformed catalogue: (what it is, the request, words its refusal
 /// must contain). Every one is INVALID_ARGUMENT.
 fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
@@ -1273,27 +1272,21 @@ fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
         (
             "Phase1Out not base64",
             with(porep(), &|r| {
-                let mut w: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
-                w["Phase1Out"] = "@@not base64@@".into();
-                r.vanilla_proof = w.to_string().into_bytes();
+                r.vanilla_proof = wrapper_with("Phase1Out", "@@not base64@@".into())
             }),
             "Phase1Out: is not base64",
         ),
         (
             "Phase1Out base64 of junk",
             with(porep(), &|r| {
-                let mut w: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
-                w["Phase1Out"] = "QUJDREVGRw==".into();
-                r.vanilla_proof = w.to_string().into_bytes();
+                r.vanilla_proof = wrapper_with("Phase1Out", "QUJDREVGRw==".into())
             }),
             "the C1 output inside the wrapper: is not a SealCommitPhase1Output",
         ),
         (
             "wrapper SectorSize mismatch",
             with(porep(), &|r| {
-                let mut w: serde_json::Value = serde_json::from_slice(&r.vanilla_proof).unwrap();
-                w["SectorSize"] = (8u64 << 20).into();
-                r.vanilla_proof = w.to_string().into_bytes();
+                r.vanilla_proof = wrapper_with("SectorSize", (8u64 << 20).into())
             }),
             "the wrapper declares a 8MiB sector",
         ),
@@ -1378,9 +1371,14 @@ fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
             "vanilla_proofs[0]: is not a bincode",
         ),
         (
+            "Window comm_r altered",
+            with(window(), &|r| r.vanilla_proofs[0][8] ^= 1),
+            "do not verify",
+        ),
+        (
             "Window length prefix 2^62",
             with(window(), &|r| {
-                r.vanilla_proofs[0][8..16].copy_from_slice(&(1u64 << 62).to_le_bytes())
+                r.vanilla_proofs[0][40..48].copy_from_slice(&(1u64 << 62).to_le_bytes())
             }),
             "vanilla_proofs[0]: is not a bincode",
         ),
@@ -1403,11 +1401,6 @@ fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
                 r.registered_proof = winning().registered_proof
             }),
             "is not a Window PoSt",
-        ),
-        (
-            "Window of another partition",
-            with(window(), &|r| r.partition_index += 1),
-            "do not verify",
         ),
         (
             "Window registered proof 77",
@@ -1445,9 +1438,9 @@ fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
         ),
         // SnapDeals.
         (
-            "Snap one partition short",
+            "Snap one partition too many",
             with(snap(), &|r| {
-                r.vanilla_proofs.pop();
+                r.vanilla_proofs.push(r.vanilla_proofs[0].clone());
             }),
             "partition proofs;",
         ),
@@ -1501,7 +1494,7 @@ async fn the_malformed_catalogue_is_refused_by_name_over_tcp_and_unix() {
         let cases = catalogue();
         assert!(cases.len() >= 48, "{} classes", cases.len());
         for (what, r, words) in cases {
-            let e = c.submit_proof(r).await.unwrap_err();
+            let e = c.submit_proof(r).await.expect_err(what);
             assert_eq!(e.code(), Code::InvalidArgument, "{what}: {}", e.message());
             assert!(
                 e.message().contains(words),

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::fil::{self, fixtures, verify};
+use common::fil::{self, fixtures, prove, verify};
 use cuzk::daemon::client::{Client, connect, request_from_fixtures};
 use cuzk::daemon::proto::{self, Priority, await_proof_response::Status as AwaitStatus};
 use cuzk::filecoin::ProofKind;
@@ -217,13 +217,8 @@ async fn hundreds_of_queued_jobs_keep_memory_flat_and_all_verify() {
     );
 
     // A warm-up proof, then the daemon's resident set as the baseline.
-    let r = c
-        .prove(proto::ProveRequest {
-            submit: Some(req(ProofKind::WindowPost, "warm")),
-        })
-        .await
-        .unwrap();
-    assert!(verify::window(&r.into_inner().result.unwrap().proof));
+    let r = prove(&mut c, req(ProofKind::WindowPost, "warm")).await;
+    assert!(verify::window(&r.proof));
     let rss = |m: &str| -> u64 {
         m.lines()
             .find(|l| l.starts_with("cuzk_daemon_rss_bytes "))
@@ -507,15 +502,7 @@ async fn a_killed_daemon_restarts_and_retried_jobs_prove() {
         // Restart; the socket file of the killed daemon is stale, not in use.
         let (mut child, addr) = spawn(dir.path(), &fil::param_cache(), "");
         let mut c = client(&addr).await;
-        let r = c
-            .prove(proto::ProveRequest {
-                submit: Some(req(ProofKind::WindowPost, &id)),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .result
-            .unwrap();
+        let r = prove(&mut c, req(ProofKind::WindowPost, &id)).await;
         assert_eq!(
             r.status,
             AwaitStatus::Completed as i32,
@@ -585,15 +572,7 @@ async fn idle_and_slowloris_connections_do_not_starve_real_calls() {
         "GetStatus took {:?}",
         t.elapsed()
     );
-    let r = c
-        .prove(proto::ProveRequest {
-            submit: Some(req(ProofKind::WinningPost, "winning-under-flood")),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
+    let r = prove(&mut c, req(ProofKind::WinningPost, "winning-under-flood")).await;
     assert!(verify::winning(&r.proof), "{}", r.error_message);
     // The status page still answers a real request beside the slow ones.
     let mut real = tokio::net::TcpStream::connect(("127.0.0.1", web))

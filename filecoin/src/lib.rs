@@ -29,6 +29,17 @@ pub mod snap;
 pub use error::FilError;
 pub use job::{FilJob, ProofKind, Verifier, proof_bytes};
 
+/// A 32-byte commitment (or randomness) as its domain, refused naming
+/// `name` unless it is a field element: a non-canonical one would make
+/// Filecoin's code panic further on.
+pub(crate) fn safe_commitment<D: filecoin_hashers::Domain>(
+    bytes: &[u8; 32],
+    name: &str,
+) -> Result<D, FilError> {
+    filecoin_proofs::as_safe_commitment(bytes, name)
+        .map_err(|e| FilError::malformed(name, format!("{e:#}")))
+}
+
 /// Decodes bincode that must be exactly one `T` (bincode's default reads a
 /// `T` and ignores what follows, so bytes appended to a vanilla proof would
 /// pass unnoticed). Length prefixes are checked against the bytes left, so

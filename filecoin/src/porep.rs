@@ -167,6 +167,8 @@ fn job_for<Tree: 'static + MerkleTreeTrait>(
     type Compound<T> = StackedCompound<T, DefaultPieceHasher>;
     let rp = c1.registered_proof;
     let cfg = rp.as_v1_config();
+    // Before anything is decoded: no parameters, no work.
+    let params = params::require(ProofKind::Porep, u64::from(cfg.sector_size))?;
     let bad = |m: String| FilError::malformed("the C1 output", m);
     for (name, v) in [
         ("comm_d", &c1.comm_d),
@@ -233,7 +235,6 @@ fn job_for<Tree: 'static + MerkleTreeTrait>(
         parts.push((Box::new(partition), inputs));
     }
     let size = u64::from(cfg.sector_size);
-    let params = params::require(ProofKind::Porep, size)?;
     let (comm_r_bytes, comm_d_bytes, ticket, seed) = (c1.comm_r, c1.comm_d, c1.ticket, c1.seed);
     let verifier = Box::new(move |bytes: &[u8]| {
         filecoin_proofs_api::seal::verify_seal(

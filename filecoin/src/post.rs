@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use blstrs::Scalar as Fr;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
-    FallbackPoStSectorProof, PoStConfig, as_safe_commitment, partition_vanilla_proofs,
-    single_partition_vanilla_proofs, with_shape,
+    FallbackPoStSectorProof, PoStConfig, partition_vanilla_proofs, single_partition_vanilla_proofs,
+    with_shape,
 };
 use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
 use storage_proofs_core::api_version::ApiVersion;
@@ -49,15 +49,26 @@ fn setup<Tree: 'static + MerkleTreeTrait>(
     <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::setup(&sp)
 }
 
+/// Checks the number of vanilla proofs before anything is decoded: at least
+/// one, and no more than `most` (a Window partition's sector count).
+fn count(req: &PostRequest, most: usize) -> Result<(), FilError> {
+    match req.vanilla_proofs.len() {
+        0 => Err(FilError::malformed(
+            "vanilla_proofs",
+            "is empty: a PoSt needs one vanilla proof per sector",
+        )),
+        n if n > most => Err(FilError::malformed(
+            "vanilla_proofs",
+            format!("has {n} sectors; one Window partition holds at most {most}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn decode<Tree: MerkleTreeTrait>(
     req: &PostRequest,
 ) -> Result<Vec<FallbackPoStSectorProof<Tree>>, FilError> {
-    if req.vanilla_proofs.is_empty() {
-        return Err(FilError::malformed(
-            "vanilla_proofs",
-            "is empty: a PoSt needs one vanilla proof per sector",
-        ));
-    }
+    count(req, usize::MAX)?;
     req.vanilla_proofs
         .iter()
         .enumerate()
@@ -70,10 +81,6 @@ fn decode<Tree: MerkleTreeTrait>(
             })
         })
         .collect()
-}
-
-fn safe<D: filecoin_hashers::Domain>(bytes: &[u8; 32], name: &str) -> Result<D, FilError> {
-    as_safe_commitment(bytes, name).map_err(|e| FilError::malformed(name, format!("{e:#}")))
 }
 
 /// The WindowPoSt job of one partition.
@@ -98,18 +105,10 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
     req: &PostRequest,
     cfg: PoStConfig,
 ) -> Result<FilJob, FilError> {
-    // Counted before anything is decoded: a request of many sectors must
-    // not take their decoded size first.
-    if req.vanilla_proofs.len() > cfg.sector_count {
-        return Err(FilError::malformed(
-            "vanilla_proofs",
-            format!(
-                "has {} sectors; one Window partition holds at most {}",
-                req.vanilla_proofs.len(),
-                cfg.sector_count
-            ),
-        ));
-    }
+    // Parameters, then the count, before anything is decoded or set up: a
+    // request must not cost its claimed sector size's structures first.
+    let params = params::require(ProofKind::WindowPost, u64::from(cfg.sector_size))?;
+    count(req, cfg.sector_count)?;
     let vanilla = decode::<Tree>(req)?;
     let (prover, randomness, pid) = identities::<Tree>(req)?;
     let pp = setup::<Tree>(
@@ -165,7 +164,7 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
     Ok(FilJob::new(
         ProofKind::WindowPost,
         size,
-        params::require(ProofKind::WindowPost, size)?,
+        params,
         format!("wdpost-{}-{}", req.miner, req.partition),
         vec![(Box::new(circuit), inputs)],
         verifier,
@@ -188,6 +187,8 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
     req: &PostRequest,
     cfg: PoStConfig,
 ) -> Result<FilJob, FilError> {
+    let params = params::require(ProofKind::WinningPost, u64::from(cfg.sector_size))?;
+    count(req, usize::MAX)?;
     if req.vanilla_proofs.len() != cfg.sector_count {
         return Err(FilError::malformed(
             "vanilla_proofs",
@@ -259,7 +260,7 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
     Ok(FilJob::new(
         ProofKind::WinningPost,
         size,
-        params::require(ProofKind::WinningPost, size)?,
+        params,
         format!("winpost-{}", req.miner),
         vec![(Box::new(circuit), inputs)],
         verifier,
@@ -274,8 +275,8 @@ fn identities<Tree: MerkleTreeTrait>(req: &PostRequest) -> Result<Identities<Tre
     let prover = prover_id(req.miner);
     Ok((
         prover,
-        safe(&req.randomness, "randomness")?,
-        safe(&prover, "prover_id")?,
+        crate::safe_commitment(&req.randomness, "randomness")?,
+        crate::safe_commitment(&prover, "prover_id")?,
     ))
 }
 

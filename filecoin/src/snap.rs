@@ -3,7 +3,6 @@
 //! checked with Filecoin's `verify_empty_sector_update_proof`.
 
 use blstrs::Scalar as Fr;
-use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     DefaultPieceDomain, PartitionProof, PoRepConfig, SectorUpdateConfig, with_shape,
 };
@@ -86,6 +85,8 @@ fn job_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 ) -> Result<FilJob, FilError> {
     type Compound<T> = EmptySectorUpdateCompound<T>;
     let cfg = SectorUpdateConfig::from_porep_config(&porep);
+    // Before anything is decoded: no parameters, no work.
+    let params = params::require(ProofKind::Snap, u64::from(cfg.sector_size))?;
     let partitions = usize::from(cfg.update_partitions);
     if req.partition_proofs.len() != partitions {
         return Err(FilError::malformed(
@@ -110,16 +111,13 @@ fn job_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             })
         })
         .collect::<Result<_, _>>()?;
-    let domain = |bytes: &[u8; 32], name: &str| {
-        <TreeRHasher as Hasher>::Domain::try_from_bytes(bytes)
-            .map_err(|e| FilError::malformed(name, format!("{e:#}")))
-    };
+    // Each commitment must be a field element (as_safe_commitment checks it):
+    // a non-canonical one would make Filecoin's code panic later.
     let pub_in = storage_proofs_update::PublicInputs {
         k: partitions,
-        comm_r_old: domain(&req.comm_r_old, "comm_r_old")?,
-        comm_d_new: DefaultPieceDomain::try_from_bytes(&req.comm_d_new)
-            .map_err(|e| FilError::malformed("comm_d_new", format!("{e:#}")))?,
-        comm_r_new: domain(&req.comm_r_new, "comm_r_new")?,
+        comm_r_old: crate::safe_commitment(&req.comm_r_old, "comm_r_old")?,
+        comm_d_new: crate::safe_commitment::<DefaultPieceDomain>(&req.comm_d_new, "comm_d_new")?,
+        comm_r_new: crate::safe_commitment(&req.comm_r_new, "comm_r_new")?,
         h: cfg.h,
     };
     let sp = compound_proof::SetupParams {
@@ -162,7 +160,7 @@ fn job_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     Ok(FilJob::new(
         ProofKind::Snap,
         size,
-        params::require(ProofKind::Snap, size)?,
+        params,
         "snap".into(),
         parts,
         verifier,

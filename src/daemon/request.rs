@@ -178,7 +178,35 @@ fn post_request(req: &SubmitProofRequest, kind: &str) -> Result<post::PostReques
 pub fn parse(req: &SubmitProofRequest) -> Result<Parsed, FilError> {
     let kind = kind_of(req.proof_kind).map_err(|m| FilError::malformed("request", m))?;
     let priority = priority(req, kind).map_err(|m| FilError::malformed("request", m))?;
-    let job = match kind {
+    // Filecoin's own code checks the vanilla proofs, and some of its checks
+    // panic on crafted bytes (an inclusion path whose index is out of range
+    // panics in storage-proofs' `InclusionPath::root`): that is the
+    // request's fault, refused naming the field, not a crash.
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job_of(req, kind)));
+    let job = built.unwrap_or_else(|panic| {
+        let field = match kind {
+            ProofKind::Porep => "vanilla_proof",
+            _ => "vanilla_proofs",
+        };
+        Err(FilError::malformed(
+            field,
+            format!(
+                "could not be checked: Filecoin's verifier {} on them",
+                cuzk_engine::pool::panic_message(&*panic)
+            ),
+        ))
+    })?;
+    check_size(req, &job)?;
+    Ok(Parsed {
+        kind,
+        priority,
+        job,
+    })
+}
+
+/// The job of a request of `kind`.
+fn job_of(req: &SubmitProofRequest, kind: ProofKind) -> Result<FilJob, FilError> {
+    Ok(match kind {
         ProofKind::Porep => {
             if req.vanilla_proof.is_empty() {
                 return Err(FilError::malformed(
@@ -212,12 +240,6 @@ pub fn parse(req: &SubmitProofRequest) -> Result<Parsed, FilError> {
             comm_r_new: commitment("comm_r_new", &req.comm_r_new)?,
             comm_d_new: commitment("comm_d_new", &req.comm_d_new)?,
         })?,
-    };
-    check_size(req, &job)?;
-    Ok(Parsed {
-        kind,
-        priority,
-        job,
     })
 }
 

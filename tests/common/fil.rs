@@ -136,3 +136,16 @@ pub mod verify {
         .unwrap_or(false)
     }
 }
+
+/// Proves `r` through a daemon with one Prove call: its answer.
+pub async fn prove(
+    c: &mut cuzk::daemon::client::Client,
+    r: cuzk::daemon::proto::SubmitProofRequest,
+) -> cuzk::daemon::proto::AwaitProofResponse {
+    c.prove(cuzk::daemon::proto::ProveRequest { submit: Some(r) })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
+}
