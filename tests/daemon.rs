@@ -708,8 +708,8 @@ async fn a_request_id_names_a_job_only_with_its_inputs() {
             .done
     };
 
-    // Eight concurrent submits of one id and one payload: one job, one proof.
-    let calls: Vec<_> = (0..8)
+    // 32 concurrent calls of one id and one payload: one job, one proof.
+    let calls: Vec<_> = (0..32)
         .map(|_| {
             let mut c = c.clone();
             tokio::spawn(async move { prove(&mut c, req(ProofKind::WindowPost, "sector-7")).await })
@@ -729,7 +729,7 @@ async fn a_request_id_names_a_job_only_with_its_inputs() {
     }
     assert!(proofs.windows(2).all(|w| w[0] == w[1]), "byte-identical");
     assert!(verify::window(&proofs[0]));
-    assert_eq!(assembled(&running), 1, "one engine job for eight calls");
+    assert_eq!(assembled(&running), 1, "one engine job for 32 calls");
 
     // The same id with other inputs (a redo, or another client's request):
     // a new job with an id of its own, whose proof verifies for *its*
@@ -1630,5 +1630,56 @@ async fn device_faults_in_a_row_are_reported_until_a_job_completes() {
     let r = prove(&mut c, req(ProofKind::WinningPost, "well")).await;
     assert!(verify::winning(&r.proof), "{}", r.error_message);
     assert!(running.core.snapshot().unhealthy.is_none(), "healthy again");
+    running.shutdown(Duration::from_secs(10)).await.unwrap();
+}
+
+/// 100 evict/preload cycles of one circuit's parameters while WinningPoSt
+/// jobs run: every proof verifies, and at most one host copy of the
+/// parameters exists at any time (a load while a job holds an evicted copy
+/// takes that copy back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameter_churn_keeps_one_copy_and_every_proof_verifies() {
+    let (running, c) = daemon(config("127.0.0.1:0")).await;
+    let core = running.core.clone();
+    let one_copy = srs_bytes(ProofKind::WinningPost);
+    let jobs: Vec<_> = (0..4)
+        .map(|i| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                prove(&mut c, req(ProofKind::WinningPost, &format!("churn-{i}"))).await
+            })
+        })
+        .collect();
+    let mut c = c;
+    for cycle in 0..100 {
+        let circuit = || "winning-2k".to_string();
+        if cycle % 2 == 0 {
+            c.evict_srs(proto::EvictSrsRequest {
+                circuit_id: circuit(),
+            })
+            .await
+            .unwrap();
+        } else {
+            c.preload_srs(proto::PreloadSrsRequest {
+                circuit_id: circuit(),
+            })
+            .await
+            .unwrap();
+        }
+        let held = core.srs.resident_bytes() as u64;
+        assert!(
+            held <= one_copy,
+            "cycle {cycle}: {held} bytes of parameters for one file of {one_copy}"
+        );
+    }
+    for j in jobs {
+        let r = j.await.unwrap();
+        assert!(
+            verify::winning(&r.proof),
+            "{}: {}",
+            r.job_id,
+            r.error_message
+        );
+    }
     running.shutdown(Duration::from_secs(10)).await.unwrap();
 }
