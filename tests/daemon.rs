@@ -1172,6 +1172,34 @@ fn wrapper_with(key: &str, value: serde_json::Value) -> Vec<u8> {
     w.to_string().into_bytes()
 }
 
+/// Winning PoSt's leaf challenge `n` at 2 KiB (64 leaves), as Filecoin
+/// derives it: SHA-256(randomness ‖ sector id ‖ n), first 8 bytes.
+fn winning_challenge(randomness: &[u8], sector: u64, n: u64) -> u64 {
+    use sha2::{Digest, Sha256};
+    let h = Sha256::new()
+        .chain_update(randomness)
+        .chain_update(sector.to_le_bytes())
+        .chain_update(n.to_le_bytes())
+        .finalize();
+    u64::from_le_bytes(h[..8].try_into().unwrap()) % 64
+}
+
+/// Other randomness whose first challenged leaf is the request's own but
+/// whose second is not: a check of the first challenge alone passes it.
+fn same_first_challenge(r: &SubmitProofRequest) -> Vec<u8> {
+    // bincode's FallbackPoStSectorProof begins with its sector id.
+    let sector = u64::from_le_bytes(r.vanilla_proofs[0][..8].try_into().unwrap());
+    let first = |x: &[u8], n| winning_challenge(x, sector, n);
+    (1..=u8::MAX)
+        .map(|b| {
+            let mut x = r.randomness.clone();
+            x[0] ^= b;
+            x
+        })
+        .find(|x| first(x, 0) == first(&r.randomness, 0) && first(x, 1) != first(&r.randomness, 1))
+        .expect("one of 255 variants shares the first of 64 leaves")
+}
+
 /// The malformed catalogue: (what it is, the request, words its refusal
 /// must contain). Every one is INVALID_ARGUMENT.
 fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
@@ -1429,6 +1457,11 @@ fn catalogue() -> Vec<(&'static str, SubmitProofRequest, &'static str)> {
         (
             "Winning other randomness",
             with(winning(), &|r| r.randomness[0] ^= 1),
+            "does not verify",
+        ),
+        (
+            "Winning other randomness with the same first challenge",
+            with(winning(), &|r| r.randomness = same_first_challenge(r)),
             "does not verify",
         ),
         (

@@ -15,6 +15,7 @@ use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
@@ -226,16 +227,6 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
                 format!("does not verify: {e:#}"),
             )
         })?;
-    let circuit = <Compound<Tree> as CompoundProof<
-        FallbackPoSt<'_, Tree>,
-        FallbackPoStCircuit<Tree>,
-    >>::circuit(
-        &prove_in,
-        Default::default(),
-        &parts[0],
-        &pp.vanilla_params,
-        Some(0),
-    )?;
     // The verifier repeats the sector once per circuit slot.
     let verify_in = fallback::PublicInputs {
         sectors: sectors
@@ -246,6 +237,30 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
             .collect(),
         ..prove_in
     };
+    // Filecoin's own check above covers the first of the sector's
+    // challenges only (one public sector against 66 slots); each slot is
+    // checked here against its own challenge, so a vanilla proof made for
+    // other randomness is refused now rather than failing after the GPU.
+    let every_slot = fallback::PublicInputs {
+        k: Some(0),
+        ..verify_in.clone()
+    };
+    if !FallbackPoSt::<Tree>::verify(&pp.vanilla_params, &every_slot, &parts[0])? {
+        return Err(FilError::malformed(
+            "the Winning PoSt vanilla proof",
+            "does not verify for this randomness, sector and commitment".to_string(),
+        ));
+    }
+    let circuit = <Compound<Tree> as CompoundProof<
+        FallbackPoSt<'_, Tree>,
+        FallbackPoStCircuit<Tree>,
+    >>::circuit(
+        &prove_in,
+        Default::default(),
+        &parts[0],
+        &pp.vanilla_params,
+        Some(0),
+    )?;
     let inputs = <Compound<Tree> as CompoundProof<
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,
