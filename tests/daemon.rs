@@ -16,6 +16,7 @@ use cuzk::daemon::proto::{
 use cuzk::daemon::{Running, start};
 use cuzk::filecoin::ProofKind;
 use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
 
 fn config(listen: &str) -> cuzk::config::Config {
     let mut c = common::config("single_lock");
@@ -1627,6 +1628,41 @@ fn snap_request_with_cids() -> SubmitProofRequest {
     r
 }
 
+/// The standard gRPC health service (no token, as probes send none)
+/// answers `status` for the server and for the engine within 5 s.
+async fn grpc_health_becomes(running: &Running, status: ServingStatus) {
+    use cuzk::daemon::grpc_health::ENGINE_SERVICE;
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", running.listen))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = HealthClient::new(channel);
+    for service in ["", ENGINE_SERVICE] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let now = client
+                .check(HealthCheckRequest {
+                    service: service.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .status;
+            if now == status as i32 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`{service}` reports {now}, not {status:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 /// Jobs failing on device faults in a row (a wedged GPU) make the daemon
 /// report itself unhealthy, naming the device; a job that completes makes
 /// it healthy again.
@@ -1645,6 +1681,7 @@ async fn device_faults_in_a_row_are_reported_until_a_job_completes() {
     };
     let running = start(config("127.0.0.1:0"), options).await.unwrap();
     let mut c = connect(&running.listen.to_string(), None).await.unwrap();
+    grpc_health_becomes(&running, ServingStatus::Serving).await;
     for i in 0..UNHEALTHY_AFTER {
         assert!(
             running.core.snapshot().unhealthy.is_none(),
@@ -1660,9 +1697,11 @@ async fn device_faults_in_a_row_are_reported_until_a_job_completes() {
     }
     let why = running.core.snapshot().unhealthy.expect("unhealthy");
     assert!(why.contains("device 0") && why.contains("Xid"), "{why}");
+    grpc_health_becomes(&running, ServingStatus::NotServing).await;
     let r = prove(&mut c, req(ProofKind::WinningPost, "well")).await;
     assert!(verify::winning(&r.proof), "{}", r.error_message);
     assert!(running.core.snapshot().unhealthy.is_none(), "healthy again");
+    grpc_health_becomes(&running, ServingStatus::Serving).await;
     running.shutdown(Duration::from_secs(10)).await.unwrap();
 }
 

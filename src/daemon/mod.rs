@@ -13,6 +13,7 @@
 pub mod circuit_id;
 pub mod client;
 pub mod core;
+pub mod grpc_health;
 pub mod health;
 pub mod jobs;
 pub mod monitor;

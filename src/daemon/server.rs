@@ -114,6 +114,7 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         .max_concurrent_streams(MAX_STREAMS)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+        .add_service(super::grpc_health::serve(&core).await)
         .add_service(service);
     let (stop, stopped) = oneshot::channel::<()>();
     let shutdown = async {
