@@ -1,6 +1,11 @@
-//! Compiles cuzk's CUDA kernels with nvcc for sm_90 (H100/H200) when nvcc is
-//! found, embedding them in the binary; otherwise builds the crate without
-//! kernels and says so (the engine then runs on the CPU backend).
+//! Compiles cuzk's CUDA kernels with nvcc when nvcc is found, embedding them
+//! in the binary; otherwise builds the crate without kernels and says so (the
+//! engine then runs on the CPU backend).
+//!
+//! Targets: machine code for every architecture family storage providers
+//! prove on, Turing to Blackwell, plus PTX for the newest so a future card
+//! JIT-compiles it ([`DEFAULT_TARGETS`]). `CUZK_CUDA_ARCHS` narrows or widens
+//! the list (`sm_90,compute_90`: one card's code and its PTX), e.g. for CI.
 //!
 //! nvcc is looked up through NVCC, CUDA_HOME, CUDA_PATH, PATH, and finally
 //! the project's own install (`scripts/setup.sh` puts one in `.cuda/`).
@@ -16,7 +21,77 @@ const SOURCES: [&str; 6] = [
     "cuda/pce.cu",
     "cuda/prep.cu",
 ];
-const ARCH: &str = "sm_90";
+/// Machine code for Turing (RTX 20xx, T4), Ampere (A100; RTX 30xx), Ada
+/// (RTX 40xx, L40S), Hopper (H100/H200), Blackwell (B200; RTX 50xx), and
+/// PTX for the newest. A cubin runs on its major revision's later minors
+/// too (sm_80 on sm_87, sm_120 on sm_121).
+const DEFAULT_TARGETS: &str = "sm_75,sm_80,sm_86,sm_89,sm_90,sm_100,sm_120,compute_120";
+
+/// One nvcc target: machine code for `sm_XY`, or PTX for `compute_XY`.
+struct Target {
+    ptx: bool,
+    arch: String,
+}
+
+impl Target {
+    fn parse(s: &str) -> Result<Self, String> {
+        let (ptx, digits) = match (s.strip_prefix("sm_"), s.strip_prefix("compute_")) {
+            (Some(d), _) => (false, d),
+            (_, Some(d)) => (true, d),
+            _ => return Err(format!("`{s}` is neither sm_XY nor compute_XY")),
+        };
+        if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return Err(format!(
+                "`{s}`: the architecture must be digits, e.g. sm_86"
+            ));
+        }
+        if digits.parse::<u32>().unwrap_or(0) < 75 {
+            return Err(format!(
+                "`{s}`: CUDA 13 builds for Turing (sm_75) and later only"
+            ));
+        }
+        Ok(Self {
+            ptx,
+            arch: digits.to_string(),
+        })
+    }
+
+    /// The `-gencode` value.
+    fn gencode(&self) -> String {
+        let code = if self.ptx { "compute" } else { "sm" };
+        format!("arch=compute_{a},code={code}_{a}", a = self.arch)
+    }
+}
+
+/// The targets to build: `CUZK_CUDA_ARCHS` (comma-separated) or the default.
+fn targets() -> Vec<Target> {
+    let list = env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_TARGETS.into());
+    let targets: Result<Vec<Target>, String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(Target::parse)
+        .collect();
+    match targets {
+        Ok(t) if !t.is_empty() => t,
+        Ok(_) => panic!("CUZK_CUDA_ARCHS is empty: name at least one target, e.g. sm_90"),
+        Err(e) => panic!("CUZK_CUDA_ARCHS = `{list}`: {e}"),
+    }
+}
+
+/// nvcc's release (`13.0`), for `cuzk info` and the driver check.
+fn nvcc_release(nvcc: &Path) -> String {
+    std::process::Command::new(nvcc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let at = text.find("release ")? + "release ".len();
+            Some(text[at..].split(',').next()?.trim().to_string())
+        })
+        .unwrap_or_default()
+}
 
 fn executable(p: &Path) -> Option<PathBuf> {
     p.is_file().then(|| p.to_path_buf())
@@ -73,7 +148,7 @@ fn blst_uses_adx() -> bool {
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(cuzk_kernels)");
-    for var in ["NVCC", "CUDA_HOME", "CUDA_PATH", "PATH"] {
+    for var in ["NVCC", "CUDA_HOME", "CUDA_PATH", "PATH", "CUZK_CUDA_ARCHS"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     for src in SOURCES
@@ -88,6 +163,7 @@ fn main() {
              building without GPU kernels: the CPU backend only"
         );
         println!("cargo:rustc-env=CUZK_KERNEL_ARCHS=");
+        println!("cargo:rustc-env=CUZK_CUDA_RELEASE=");
         return;
     };
     let sppark = PathBuf::from(env::var("DEP_SPPARK_ROOT").expect("sppark exports its root"));
@@ -98,15 +174,26 @@ fn main() {
     // cc-rs takes the CUDA compiler from NVCC.
     // SAFETY: build scripts are single-threaded.
     unsafe { env::set_var("NVCC", &nvcc) };
+    let targets = targets();
     let mut build = cc::Build::new();
     build
         .cuda(true)
         .cudart("static")
         // Device code is always optimised: `-G` debug kernels are unusably slow.
         .debug(false)
-        .opt_level(3)
-        .flag("-gencode")
-        .flag(format!("arch=compute_90,code={ARCH}"))
+        .opt_level(3);
+    for t in &targets {
+        build.flag("-gencode").flag(t.gencode());
+    }
+    // Each file's targets compile in parallel, the files themselves in
+    // parallel too (cc's jobserver): half the cores each bounds ptxas'
+    // memory on a many-core machine.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    build.flag(format!(
+        "--threads={}",
+        targets.len().min(cores.div_ceil(2)).max(1)
+    ));
+    build
         .flag("-DFEATURE_BLS12_381")
         .flag("-DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE")
         .flag("-Xcompiler")
@@ -127,5 +214,10 @@ fn main() {
     }
     build.compile("cuzk_kernels");
     println!("cargo:rustc-cfg=cuzk_kernels");
-    println!("cargo:rustc-env=CUZK_KERNEL_ARCHS={ARCH}");
+    let names: Vec<String> = targets
+        .iter()
+        .map(|t| format!("{}_{}", if t.ptx { "compute" } else { "sm" }, t.arch))
+        .collect();
+    println!("cargo:rustc-env=CUZK_KERNEL_ARCHS={}", names.join(","));
+    println!("cargo:rustc-env=CUZK_CUDA_RELEASE={}", nvcc_release(&nvcc));
 }

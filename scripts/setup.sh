@@ -5,7 +5,8 @@
 #     cuzk.v1 gRPC code with it;
 #   - the CUDA 13.0 compiler from PyPI into .cuda/, so the CUDA kernels are
 #     built even on machines without a GPU (the binary then falls back to the
-#     CPU at run time, and uses the GPU where one is present).
+#     CPU at run time, and uses the GPU where one is present), and cuobjdump
+#     beside it.
 # Safe to run again: it skips what is already there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +25,15 @@ if [ ! -x "$cuda/bin/nvcc" ]; then
   python3 -m pip install -q --disable-pip-version-check --target "$root/.cuda" \
     nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \
     nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
+fi
+# cuobjdump lists the architectures the built kernels carry (a kernels test
+# checks them). Its first wheel is 13.2; it reads 13.0's objects. A separate
+# target: pip --target skips directories that already exist (nvidia/).
+if [ ! -x "$cuda/bin/cuobjdump" ]; then
+  echo "setup: installing cuobjdump from PyPI into .cuda/" >&2
+  python3 -m pip install -q --disable-pip-version-check --target "$root/.cuda/cuobjdump" \
+    nvidia-cuda-cuobjdump==13.2.51
+  ln -sfn "$root/.cuda/cuobjdump/nvidia/cu13/bin/cuobjdump" "$cuda/bin/cuobjdump"
 fi
 # The wheels put everything under lib/; nvcc and cc-rs look in lib64/ and
 # targets/x86_64-linux/ as a toolkit install has them.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use cuzk_config::{Backend as Requested, Config};
-use cuzk_gpu::device::{DeviceInfo, probe};
+use cuzk_gpu::device::{DeviceInfo, KernelRoute, driver_problem, probe};
 use cuzk_stages::gpu::{GpuContext, GpuDevice};
 
 /// The backends this binary can run.
@@ -53,8 +53,19 @@ impl Backend {
                 };
                 let names: Vec<String> = gpus
                     .iter()
-                    .map(|g| format!("{} ({})", g.ordinal, g.name))
+                    .map(|g| format!("{} ({}, {})", g.ordinal, g.name, g.arch()))
                     .collect();
+                for g in &gpus {
+                    if let Some(KernelRoute::Jit(ptx)) = g.kernel_route() {
+                        tracing::warn!(
+                            "device {} ({}, {}): this binary has no machine code for it; the driver JIT-compiles PTX {ptx} at first use, which takes minutes once and is then cached (set CUDA_CACHE_MAXSIZE=4294967296 so the cache holds it); build with CUZK_CUDA_ARCHS including {} to skip this",
+                            g.ordinal,
+                            g.name,
+                            g.arch(),
+                            g.arch()
+                        );
+                    }
+                }
                 Ok(Backend {
                     choice: BackendChoice::Gpu,
                     devices: logical,
@@ -75,7 +86,7 @@ impl Backend {
                 // all is the ordinary CPU case.
                 if probe().is_ok_and(|found| !found.is_empty()) {
                     tracing::warn!(
-                        "a GPU is present but unusable: {why}; proving on the CPU, 30-100x slower. Build cuzk with kernels for this card (kernels/build.rs), or set gpu.backend = \"cpu\" to choose the CPU knowingly"
+                        "a GPU is present but unusable: {why}; proving on the CPU, 30-100x slower. Fix the cause, or set gpu.backend = \"cpu\" to choose the CPU knowingly"
                     );
                 }
                 Ok(cpu(why))
@@ -87,6 +98,9 @@ impl Backend {
     fn usable_gpus(config: &Config) -> Result<Vec<DeviceInfo>, String> {
         if cuzk_gpu::kernels().is_none() {
             return Err("this binary carries no GPU kernels (built without nvcc)".into());
+        }
+        if let Some(why) = driver_problem() {
+            return Err(why);
         }
         let found = probe()?;
         let chosen: Vec<DeviceInfo> = if config.gpu.devices.is_empty() {
@@ -108,15 +122,10 @@ impl Backend {
         if usable.is_empty() {
             let why: Vec<String> = unusable
                 .iter()
-                .map(|g| {
-                    format!(
-                        "device {} ({}) is sm_{}{}",
-                        g.ordinal, g.name, g.compute_capability.0, g.compute_capability.1
-                    )
-                })
+                .map(|g| format!("device {} ({}) is {}", g.ordinal, g.name, g.arch()))
                 .collect();
             return Err(format!(
-                "no device runs the kernels, built for {}: {}",
+                "no device runs the kernels, built for {}: {}; rebuild with CUZK_CUDA_ARCHS naming the card's architecture (kernels/build.rs)",
                 cuzk_gpu::kernels().unwrap_or(""),
                 why.join("; ")
             ));

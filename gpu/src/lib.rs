@@ -9,7 +9,13 @@ pub mod fixed;
 pub mod ops;
 pub mod vram;
 
-/// Whether this binary carries GPU kernels, and for which architectures.
+/// Whether this binary carries GPU kernels, and for which targets
+/// (`sm_XY` machine code, `compute_XY` PTX, comma-separated).
 pub fn kernels() -> Option<&'static str> {
     cuzk_kernels::built().then_some(cuzk_kernels::ARCHS)
+}
+
+/// The CUDA release the kernels were built with (`13.0`).
+pub fn cuda_release() -> &'static str {
+    cuzk_kernels::CUDA_RELEASE
 }

@@ -114,7 +114,13 @@ void fm_digits(uint32_t* keys, uint32_t* vals, uint32_t* nonzero, const fr_t* sc
             vals[(size_t)w * n + k] = val;
         }
     }
+#if __CUDA_ARCH__ >= 800
     count = __reduce_add_sync(0xffffffff, count);
+#else
+    // Turing has no warp-reduce instruction.
+    for (int d = 16; d > 0; d /= 2)
+        count += __shfl_xor_sync(0xffffffff, count, d);
+#endif
     if ((threadIdx.x & 31) == 0 && count)
         atomicAdd(nonzero, count);
 #endif

@@ -166,7 +166,7 @@ affine_t fm_point(const affine_h* base, const affine_h* extra, uint64_t ntab, ui
 // How an accumulation level reads its entries: table points (level 0; with
 // the next point loaded while the current one is added, or not) or partial
 // buckets (the levels above).
-enum fm_source { FROM_PARTIALS, FROM_TABLE, FROM_TABLE_PREFETCH };
+enum fm_source { FROM_PARTIALS, FROM_TABLE };
 
 // One accumulation level over `m` sorted keys (read from `m_ptr` when set):
 // segment t = [t*seg, (t+1)*seg) of entries, each a table point (with sign)
@@ -199,23 +199,9 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
     uint32_t key = first, rs = s0;
     bucket_t acc;
     acc.inf();
-    uint32_t v = 0;
-    affine_t p;
-    if constexpr (SOURCE == FROM_TABLE_PREFETCH) {
-        v = vals[s0];
-        p = fm_point(base, extra, ntab, v);
-    }
     #pragma unroll 1
     for (uint32_t e = s0; e < s1; e++) {
         const uint32_t k = keys[e];
-        uint32_t v_next = 0;
-        affine_t p_next;
-        if constexpr (SOURCE == FROM_TABLE_PREFETCH) {
-            if (e + 1 < s1) {
-                v_next = vals[e + 1];
-                p_next = fm_point(base, extra, ntab, v_next);
-            }
-        }
         if (k != key) {
             fm_flush(buckets, sk, sv, keys, key, acc, rs, e, s0, s1, m, head_open,
                      sentinel, head_done, tail_done);
@@ -223,13 +209,9 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
             rs = e;
             acc.inf();
         }
-        if constexpr (SOURCE == FROM_TABLE_PREFETCH) {
-            acc.add(p, v >> 31);
-            v = v_next;
-            p = p_next;
-        } else if constexpr (SOURCE == FROM_TABLE) {
-            v = vals[e];
-            p = fm_point(base, extra, ntab, v);
+        if constexpr (SOURCE == FROM_TABLE) {
+            const uint32_t v = vals[e];
+            affine_t p = fm_point(base, extra, ntab, v);
             acc.add(p, v >> 31);
         } else {
             bucket_t q = partial[e];
@@ -518,13 +500,11 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
     // levels above reduce the segments' slots 4 at a time (on an H200, 4
     // beat 16 and 64: more threads for the few slots there are). Tuning knobs
     // for the benchmark: CUZK_MSM_THREADS (threads per SM at level 0) and
-    // CUZK_MSM_ACC, level 0's block: 256 (default: no register bound, the
-    // fastest on an H200), 384 (at most 168 registers) or 385 (384, loading
-    // the next point ahead);
-    // CUZK_MSM_EDGE_SEG (slots per segment above level 0).
+    // CUZK_MSM_EDGE_SEG (slots per segment above level 0). Level 0's blocks
+    // are 256 threads with no register bound: 384-thread blocks (at most 168
+    // registers) lost on an H200, and G2's addition needs more registers
+    // than that bound leaves on Turing and Blackwell.
     const char* threads = getenv("CUZK_MSM_THREADS");
-    const char* acc_env = getenv("CUZK_MSM_ACC");
-    const int acc_mode = acc_env ? atoi(acc_env) : 256;
     const uint32_t target = sms * (threads ? std::max(1, atoi(threads)) : 1024) / DEGREE;
     const uint32_t seg0 = std::max<uint32_t>(8, (uint32_t)((cap + target - 1) / target));
     const char* edge_env = getenv("CUZK_MSM_EDGE_SEG");
@@ -574,14 +554,8 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
                 buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
                 base, extra, tab->ntab, sentinel, prefix, pair_at,
                 blocks_for(nseg, 256) * 256 / DEGREE);
-        else if (acc_mode != 384 && acc_mode != 385)
-            fm_accumulate<FROM_TABLE, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
-                seg0, nseg, base, extra, tab->ntab, sentinel);
         else
-            (acc_mode == 385 ? fm_accumulate<FROM_TABLE_PREFETCH, 384>
-                             : fm_accumulate<FROM_TABLE, 384>)
-                <<<blocks_for(nseg, 384), 384, 0, s>>>(
+            fm_accumulate<FROM_TABLE, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
                 buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
                 seg0, nseg, base, extra, tab->ntab, sentinel);
         CUDA_OK(cudaGetLastError());

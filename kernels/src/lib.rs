@@ -1,5 +1,6 @@
 //! cuzk-kernels: cuzk's CUDA kernels, written on sppark's BLS12-381 field,
-//! NTT, MSM and batch-addition templates and compiled for sm_90 by nvcc.
+//! NTT, MSM and batch-addition templates and compiled by nvcc for every
+//! architecture from Turing (sm_75) to Blackwell (sm_120), plus PTX.
 //!
 //! Every entry point takes raw device pointers and says what failed. When
 //! the crate was built without nvcc, [`built`] is false and every entry point
@@ -14,8 +15,12 @@
 
 use std::ffi::{c_char, c_void};
 
-/// GPU architectures the embedded kernels were compiled for ("" if none).
+/// The targets the embedded kernels were compiled for, comma-separated:
+/// `sm_XY` for machine code, `compute_XY` for PTX ("" if none).
 pub const ARCHS: &str = env!("CUZK_KERNEL_ARCHS");
+
+/// The CUDA release of the nvcc that built them (`13.0`; "" if none).
+pub const CUDA_RELEASE: &str = env!("CUZK_CUDA_RELEASE");
 
 /// Whether this build carries GPU kernels.
 pub const fn built() -> bool {

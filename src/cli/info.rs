@@ -24,16 +24,39 @@ fn gib(bytes: usize) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// `sm_75,sm_80,compute_120` as `sm_75, sm_80, PTX compute_120`.
+fn carried(archs: &str) -> String {
+    archs
+        .split(',')
+        .map(|a| match a.starts_with("compute_") {
+            true => format!("PTX {a}"),
+            false => a.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn run(config: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
     println!("cuzk {}", env!("CARGO_PKG_VERSION"));
     match cuzk_gpu::kernels() {
         Some(archs) => {
             println!(
-                "kernels: built for {archs} (NTT and batch addition on sppark; \
-                 fixed-base G1/G2 MSM over tables, ours; sppark's Pippenger for the rest)"
+                "kernels: {} (CUDA {}; NTT and batch addition on sppark; \
+                 fixed-base G1/G2 MSM over tables, ours; sppark's Pippenger for the rest)",
+                carried(archs),
+                cuzk_gpu::cuda_release()
             )
         }
         None => println!("kernels: none (built without nvcc; CPU backend only)"),
+    }
+    match cuzk_gpu::device::driver_cuda_version() {
+        Some((major, minor)) => println!(
+            "driver: supports CUDA {major}.{minor}{}",
+            cuzk_gpu::device::driver_problem()
+                .map(|why| format!(" (unusable: {why})"))
+                .unwrap_or_default()
+        ),
+        None => println!("driver: none"),
     }
     let probed = cuzk_gpu::device::probe();
     match &probed {
@@ -41,14 +64,16 @@ pub fn run(config: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
             println!("devices:");
             for d in devices {
                 println!(
-                    "  {}: {}, {} total, {} free, compute capability {}.{}, runs the kernels: {}",
+                    "  {}: {}, {} total, {} free, {}, runs the kernels: {}",
                     d.ordinal,
                     d.name,
                     gib(d.total_mem),
                     gib(d.free_mem),
-                    d.compute_capability.0,
-                    d.compute_capability.1,
-                    if d.runs_kernels() { "yes" } else { "no" }
+                    d.arch(),
+                    match d.kernel_route() {
+                        Some(route) => format!("yes, {route}"),
+                        None => format!("no (rebuild with CUZK_CUDA_ARCHS={})", d.arch()),
+                    }
                 );
             }
         }
