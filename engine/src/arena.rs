@@ -297,6 +297,11 @@ pub enum ArenaError {
     Map(#[from] anyhow::Error),
 }
 
+/// A free arena kept for one caller ([`ArenaPool::reserve`]); dropped, it is
+/// free for anyone again.
+#[derive(Debug)]
+pub struct ArenaReservation(OwnedSemaphorePermit);
+
 impl ArenaPool {
     /// A pool of at most `count` arenas of at most `max_bytes` each. Arenas are
     /// created lazily and grown to what partitions ask for.
@@ -328,6 +333,24 @@ impl ArenaPool {
             .await
             .expect("the arena semaphore is never closed");
         self.lease(permit)
+    }
+
+    /// Waits until an arena is free and keeps it for the caller, without
+    /// leasing it (it counts as free in the stats until [`Self::lease_reserved`]).
+    pub async fn reserve(&self) -> ArenaReservation {
+        ArenaReservation(
+            self.inner
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the arena semaphore is never closed"),
+        )
+    }
+
+    /// Leases the arena `r` kept.
+    pub fn lease_reserved(&self, r: ArenaReservation) -> ArenaLease {
+        self.lease(r.0)
     }
 
     /// A free arena if there is one now.

@@ -514,3 +514,68 @@ async fn device_leases_bound_each_device_and_go_back_at_the_releasing_node() {
         assert!(l.created <= LEASES && l.peak_in_use <= LEASES, "{l:?}");
     }
 }
+
+/// A worker takes its arena before it picks an item: with every arena in
+/// use, a later high-priority job is the next to get one, not a low one a
+/// worker already picked and held while it waited (a WinningPoSt behind a
+/// PoRep backlog: 120 s instead of 3 s in a soak before this).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_free_arena_goes_to_the_highest_priority_item() {
+    let latch = Arc::new(Latch::default());
+    let order = Arc::new(Mutex::new(vec![]));
+    let stages = StageRegistry::new()
+        .with("fill", {
+            let order = order.clone();
+            move |item: &mut Item, _: &mut StageContext<'_>| {
+                order.lock().unwrap().push(item.value);
+                Ok(())
+            }
+        })
+        .with("hold", {
+            let latch = latch.clone();
+            move |_: &mut Item, _: &mut StageContext<'_>| {
+                latch.wait();
+                Ok(())
+            }
+        });
+    let spec = GraphSpec::new("arena-priority")
+        .node(
+            NodeSpec::new("fill", "fill", "FILL")
+                .pool("a")
+                .workers(2)
+                .takes("arena"),
+        )
+        .node(NodeSpec::new("hold", "hold", "HOLD").pool("b"))
+        .edge(SOURCE, "fill", 1)
+        .edge("fill", "hold", 4)
+        .resource(ResourceSpec::arena("arena"));
+    let rt = RuntimeBuilder::new(spec, stages, pools())
+        .arenas(ArenaPool::new(1, 1 << 26, None))
+        .start()
+        .unwrap();
+    let item = |value| {
+        vec![Item {
+            value,
+            devices: vec![],
+        }]
+    };
+    let mut jobs = vec![rt.submit_with_priority("low0", item(0), 1)];
+    eventually("the first job to hold the only arena", || {
+        order.lock().unwrap().len() == 1
+    })
+    .await;
+    jobs.push(rt.submit_with_priority("low1", item(1), 1));
+    jobs.push(rt.submit_with_priority("low2", item(2), 1));
+    eventually("the entry edge to fill", || {
+        rt.status().items_in_flight >= 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    jobs.push(rt.submit_with_priority("high", item(100), 3));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    latch.open();
+    for job in jobs {
+        job.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), [0, 1, 100, 2]);
+}

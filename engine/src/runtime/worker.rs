@@ -84,7 +84,20 @@ impl<T: Send + 'static> Worker<T> {
         retries: Option<Edge<Envelope<T>>>,
         output: Option<EdgeTx<T>>,
     ) {
+        let spec = &self.shared.nodes[self.node].spec;
+        let arena = self.shared.arena_name.as_deref();
+        let takes_arena = arena.is_some_and(|a| spec.takes.iter().any(|t| t == a));
         loop {
+            // A node that takes arenas takes one before it picks an item, not
+            // after: a worker that picked a PoRep partition and then waited
+            // for an arena would hold it while a WinningPoSt that came later
+            // waited behind it in the edge. With the arena in hand, the
+            // worker picks whatever ranks first when one is free.
+            let pool = self.shared.arenas.as_ref().filter(|_| takes_arena);
+            let reserved = match pool {
+                Some(pool) => Some(pool.reserve().await),
+                None => None,
+            };
             // Partitions another device failed come first; the chain's input
             // closing (shutdown) ends the worker.
             let next = match &retries {
@@ -95,7 +108,11 @@ impl<T: Send + 'static> Worker<T> {
                 },
                 None => input.recv().await,
             };
-            let Some(env) = next else { break };
+            let Some(mut env) = next else { break };
+            // An item that already carries an arena gives the reserved one back.
+            if let (Some(pool), Some(r), None) = (pool, reserved, &env.arena) {
+                env.arena = Some(pool.lease_reserved(r));
+            }
             let picked = Instant::now();
             let Some(Acquired { env, held, passes }) = self.acquire(env, picked).await else {
                 continue;
