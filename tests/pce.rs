@@ -174,12 +174,20 @@ async fn a_damaged_recording_is_refused_before_the_device_reads_it() {
         .unwrap()
         .expect("a recording on disk");
     assert_eq!(intact.validate(), Ok(()));
-    // The file ends with C's coefficient codes: overwrite its last 256
-    // bytes, as a torn or corrupted copy would.
+    // The body ends with C's coefficient codes: overwrite its last 256
+    // bytes, as a corrupted copy would. The digest refuses the file (it is
+    // recorded again)...
+    use cuzk::stages::pce::store::{DIGEST_BYTES, digest};
     let mut bytes = std::fs::read(&path).unwrap();
-    let n = bytes.len();
-    bytes[n - 256..].fill(0xff);
+    let body = bytes.len() - DIGEST_BYTES;
+    bytes[body - 256..body].fill(0xff);
     let damaged = dir.path().join("damaged.pce");
+    std::fs::write(&damaged, &bytes).unwrap();
+    assert!(Recording::open(&damaged).unwrap().is_none());
+    // ...and one whose digest was made over the damage (a recorder bug)
+    // is still refused before the device reads it.
+    let sum = digest(&bytes[..body]);
+    bytes[body..].copy_from_slice(&sum);
     std::fs::write(&damaged, &bytes).unwrap();
     let err = Recording::open(&damaged)
         .unwrap()
@@ -187,6 +195,10 @@ async fn a_damaged_recording_is_refused_before_the_device_reads_it() {
         .validate()
         .unwrap_err();
     assert_eq!(err, "matrix C has a coefficient code beyond its table");
+    // A file cut short is refused too, and the cache records the shape again
+    // over a damaged file.
+    std::fs::write(&damaged, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(Recording::open(&damaged).unwrap().is_none());
 }
 
 /// A graph that leaves a, b and c to the device (pce_gpu's synth_witness)

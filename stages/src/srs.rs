@@ -1,5 +1,5 @@
 //! The structured reference string: bellperson's parameter file format, read
-//! through a memory map and decoded in parallel.
+//! in chunks (never mapped) and decoded in parallel.
 //!
 //! Layout (all big-endian lengths, points uncompressed): the verifying key
 //! (alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, then `ic` as a
@@ -102,35 +102,96 @@ impl std::fmt::Debug for Srs {
     }
 }
 
+/// Reads a parameter file front to back with `read`, never a memory map: a
+/// file truncated or replaced while it is read (a re-download) is an error
+/// naming what was cut short, not a SIGBUS that would take the daemon and
+/// every job in it down.
 struct Cursor<'a> {
-    bytes: &'a [u8],
+    file: File,
+    /// The file's length when it was opened: every section is checked
+    /// against it before it is read.
+    len: usize,
     offset: usize,
     path: &'a Path,
 }
 
+/// Points decoded per read: bounds the buffer (64 MiB of G1) while one
+/// chunk is read as the one before it is decoded on every core.
+const CHUNK_POINTS: usize = 1 << 19;
+
 impl<'a> Cursor<'a> {
-    fn take(&mut self, what: &'static str, n: usize) -> Result<&'a [u8], SrsError> {
-        let end = self
-            .offset
-            .checked_add(n)
-            .filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(SrsError::Truncated {
-                path: self.path.into(),
-                what,
-                need: n,
-                offset: self.offset,
-                len: self.bytes.len(),
-            });
+    fn open(path: &'a Path) -> Result<Self, SrsError> {
+        let open = |source| SrsError::Open {
+            path: path.into(),
+            source,
         };
-        let out = &self.bytes[self.offset..end];
-        self.offset = end;
-        Ok(out)
+        let file = File::open(path).map_err(open)?;
+        let meta = file.metadata().map_err(open)?;
+        if !meta.is_file() {
+            return Err(open(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )));
+        }
+        Ok(Self {
+            file,
+            len: meta.len() as usize,
+            offset: 0,
+            path,
+        })
+    }
+
+    fn truncated(&self, what: &'static str, need: usize) -> SrsError {
+        SrsError::Truncated {
+            path: self.path.into(),
+            what,
+            need,
+            offset: self.offset,
+            len: self.len,
+        }
+    }
+
+    /// Checks that `n` more bytes lie within the file's length.
+    fn room(&self, what: &'static str, n: usize) -> Result<(), SrsError> {
+        match self.offset.checked_add(n) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(self.truncated(what, n)),
+        }
+    }
+
+    /// Reads `buf.len()` bytes; a file that shrank since it was opened is
+    /// reported as truncated.
+    fn read_into(&mut self, what: &'static str, buf: &mut [u8]) -> Result<(), SrsError> {
+        use std::io::Read;
+        self.room(what, buf.len())?;
+        self.file
+            .read_exact(buf)
+            .map_err(|_| self.truncated(what, buf.len()))?;
+        self.offset += buf.len();
+        Ok(())
+    }
+
+    fn take(&mut self, what: &'static str, n: usize) -> Result<Vec<u8>, SrsError> {
+        self.room(what, n)?;
+        let mut buf = vec![0; n];
+        self.read_into(what, &mut buf)?;
+        Ok(buf)
     }
 
     fn count(&mut self, what: &'static str) -> Result<usize, SrsError> {
         let b = self.take(what, 4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    }
+
+    /// Moves past `n` bytes without reading them.
+    fn skip(&mut self, what: &'static str, n: usize) -> Result<(), SrsError> {
+        use std::io::Seek;
+        self.room(what, n)?;
+        self.offset += n;
+        self.file
+            .seek(std::io::SeekFrom::Start(self.offset as u64))
+            .map_err(|_| self.truncated(what, n))?;
+        Ok(())
     }
 
     fn points<P>(
@@ -143,26 +204,48 @@ impl<'a> Cursor<'a> {
         P: UncompressedEncoding + Send,
     {
         let n = self.count(what)?;
-        let raw = self.take(what, n.saturating_mul(size))?;
+        self.room(what, n.saturating_mul(size))?;
         let path = self.path;
-        raw.par_chunks(size)
-            .with_min_len(1 << 10)
-            .enumerate()
-            .map(|(index, chunk)| {
-                let mut repr = P::Uncompressed::default();
-                repr.as_mut().copy_from_slice(chunk);
-                let point = if checked {
-                    P::from_uncompressed(&repr)
-                } else {
-                    P::from_uncompressed_unchecked(&repr)
-                };
-                Option::<P>::from(point).ok_or_else(|| SrsError::BadPoint {
-                    path: path.into(),
-                    what,
-                    index,
+        let decode = |raw: &[u8], first: usize| -> Result<Vec<P>, SrsError> {
+            raw.par_chunks(size)
+                .with_min_len(1 << 10)
+                .enumerate()
+                .map(|(k, chunk)| {
+                    let mut repr = P::Uncompressed::default();
+                    repr.as_mut().copy_from_slice(chunk);
+                    let point = if checked {
+                        P::from_uncompressed(&repr)
+                    } else {
+                        P::from_uncompressed_unchecked(&repr)
+                    };
+                    Option::<P>::from(point).ok_or_else(|| SrsError::BadPoint {
+                        path: path.into(),
+                        what,
+                        index: first + k,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        };
+        let mut out = Vec::with_capacity(n);
+        let (mut current, mut next) = (vec![], vec![]);
+        let mut read = 0;
+        let mut pending = 0;
+        while read < n || pending > 0 {
+            // Read the next chunk while the current one decodes.
+            let take = CHUNK_POINTS.min(n - read);
+            next.resize(take * size, 0);
+            let first = out.len();
+            let (decoded, got) = rayon::join(
+                || decode(&current[..pending * size], first),
+                || self.read_into(what, &mut next),
+            );
+            out.extend(decoded?);
+            got?;
+            read += take;
+            pending = take;
+            std::mem::swap(&mut current, &mut next);
+        }
+        Ok(out)
     }
 }
 
@@ -170,36 +253,16 @@ fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> HostSlice<T> {
     HostSlice::new(std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| (*shared).clone()))
 }
 
-/// A parameter file, memory-mapped read-only.
-fn map_file(path: &Path) -> Result<memmap2::Mmap, SrsError> {
-    let file = File::open(path).map_err(|source| SrsError::Open {
-        path: path.into(),
-        source,
-    })?;
-    // SAFETY: the map is read-only and dropped by the caller before it
-    // returns; a file changed underneath would give bad points, which
-    // decoding rejects.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SrsError::Open {
-        path: path.into(),
-        source,
-    })
-}
-
 impl Srs {
-    /// Reads a parameter file through a memory map. With `checked`, every
+    /// Reads a parameter file (with `read`; see [`Cursor`]). With `checked`, every
     /// point is also checked to lie in its prime-order subgroup (slow; files
     /// this engine wrote itself need not be).
     pub fn read(path: &Path, checked: bool) -> Result<Self, SrsError> {
-        let map = map_file(path)?;
-        let mut c = Cursor {
-            bytes: &map,
-            offset: 0,
-            path,
-        };
+        let mut c = Cursor::open(path)?;
         let fixed = c.take("verifying key", VK_FIXED_BYTES)?;
         let ic = c.count("verifying key ic")?;
         let ic_bytes = c.take("verifying key ic", ic.saturating_mul(G1_BYTES))?;
-        let vk_bytes = [fixed, &(ic as u32).to_be_bytes()[..], ic_bytes].concat();
+        let vk_bytes = [&fixed[..], &(ic as u32).to_be_bytes()[..], &ic_bytes[..]].concat();
         let vk = VerifyingKey::read(&vk_bytes[..]).map_err(|source| SrsError::VerifyingKey {
             path: path.into(),
             source,
@@ -209,10 +272,10 @@ impl Srs {
         let a = c.points::<G1Affine>("a", G1_BYTES, checked)?;
         let b_g1 = c.points::<G1Affine>("b_g1", G1_BYTES, checked)?;
         let b_g2 = c.points::<G2Affine>("b_g2", G2_BYTES, checked)?;
-        if c.offset != map.len() {
+        if c.offset != c.len {
             return Err(SrsError::TrailingBytes {
                 path: path.into(),
-                extra: map.len() - c.offset,
+                extra: c.len - c.offset,
             });
         }
         let m = h.len() + 1;
@@ -239,15 +302,10 @@ impl Srs {
     /// Points in each query (h, l, a, b_g1, b_g2) of a parameter file, from
     /// its length prefixes alone (nothing decoded).
     pub fn query_lengths(path: &Path) -> Result<[usize; 5], SrsError> {
-        let map = map_file(path)?;
-        let mut c = Cursor {
-            bytes: &map,
-            offset: 0,
-            path,
-        };
-        c.take("verifying key", VK_FIXED_BYTES)?;
+        let mut c = Cursor::open(path)?;
+        c.skip("verifying key", VK_FIXED_BYTES)?;
         let ic = c.count("verifying key ic")?;
-        c.take("verifying key ic", ic.saturating_mul(G1_BYTES))?;
+        c.skip("verifying key ic", ic.saturating_mul(G1_BYTES))?;
         let mut lengths = [0; 5];
         for (i, (what, bytes)) in [
             ("h", G1_BYTES),
@@ -260,7 +318,7 @@ impl Srs {
         .enumerate()
         {
             lengths[i] = c.count(what)?;
-            c.take(what, lengths[i].saturating_mul(bytes))?;
+            c.skip(what, lengths[i].saturating_mul(bytes))?;
         }
         Ok(lengths)
     }
@@ -350,5 +408,42 @@ impl Srs {
         (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len())
             * std::mem::size_of::<G1Affine>()
             + self.b_g2.len() * std::mem::size_of::<G2Affine>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A file cut short after it was opened (a re-download replacing it) is
+    /// an error naming the section; with a memory map it was a SIGBUS.
+    #[test]
+    fn a_file_truncated_while_it_is_read_is_an_error_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.params");
+        let mut f = File::create(&path).unwrap();
+        f.write_all(&1000u32.to_be_bytes()).unwrap();
+        f.write_all(&vec![0u8; 1000 * G1_BYTES]).unwrap();
+        drop(f);
+        let mut c = Cursor::open(&path).unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(500)
+            .unwrap();
+        let err = c.points::<G1Affine>("h", G1_BYTES, false).unwrap_err();
+        assert!(
+            matches!(err, SrsError::Truncated { what: "h", .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_directory_is_not_a_parameter_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Srs::read(dir.path(), false).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 }

@@ -15,7 +15,7 @@
 
 mod matrix;
 mod record;
-mod store;
+pub mod store;
 mod witness;
 
 use std::collections::HashMap;
