@@ -17,6 +17,8 @@
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pairs      (fixed-base MSM level 0 one by one vs in pairs: tests, every size, chain steady state)
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
+#   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
+#                               JIT forced, cold and warm cache)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -43,6 +45,21 @@ tests)
   "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7
   [ -x "$bin/pce" ] && "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
   CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1
+  ;;
+ptx)
+  "$bin/cuzk" info
+  echo "== native sm_90 =="
+  "$bin/gpu_ops" --test-threads 1 2>&1 | tail -4
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -3
+  echo "== CUDA_FORCE_PTX_JIT=1, cold JIT cache =="
+  export CUDA_CACHE_PATH=/tmp/jit-cache CUDA_CACHE_MAXSIZE=4294967296
+  rm -rf /tmp/jit-cache
+  CUDA_FORCE_PTX_JIT=1 "$bin/cuzk" info 2>&1 | grep -E "kernels|runs the kernels|backend"
+  /usr/bin/time -f "gpu_ops under the JIT, cold cache: %e s" env CUDA_FORCE_PTX_JIT=1 "$bin/gpu_ops" --test-threads 1 2>&1 | tail -5
+  /usr/bin/time -f "gpu_ops under the JIT, warm cache: %e s" env CUDA_FORCE_PTX_JIT=1 "$bin/gpu_ops" --test-threads 1 2>&1 | tail -2
+  CUDA_FORCE_PTX_JIT=1 "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -3
+  [ -x "$bin/pce" ] && CUDA_FORCE_PTX_JIT=1 "$bin/pce" --test-threads 1 2>&1 | grep -E "test result|panicked"
+  du -sh /tmp/jit-cache
   ;;
 chain|sha256)
   w=$section

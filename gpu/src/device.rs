@@ -43,8 +43,8 @@ pub enum KernelRoute {
     /// Machine code built for this `sm_XY` (the device's own, or an earlier
     /// minor revision of its major, which the device runs unchanged).
     Native(String),
-    /// PTX for this `compute_XY`, compiled by the driver at first use: minutes
-    /// once, then kept in the driver's cache (`CUDA_CACHE_MAXSIZE`).
+    /// PTX for this `compute_XY`, compiled by the driver as each process
+    /// loads the kernels: correct, but a slow start (see the README).
     Jit(String),
 }
 
@@ -52,7 +52,7 @@ impl std::fmt::Display for KernelRoute {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Native(sm) => write!(f, "{sm} machine code"),
-            Self::Jit(ptx) => write!(f, "PTX {ptx}, JIT-compiled by the driver at first use"),
+            Self::Jit(ptx) => write!(f, "PTX {ptx}, JIT-compiled by the driver (slow to start)"),
         }
     }
 }

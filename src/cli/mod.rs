@@ -10,6 +10,7 @@ mod graph;
 mod info;
 mod prove;
 mod setup;
+mod soak;
 mod waterfall;
 
 use std::path::PathBuf;
@@ -52,6 +53,10 @@ enum Command {
     Daemon(daemon::Args),
     /// Call a running daemon: prove, submit, await, cancel, status, metrics, preload, evict.
     Client(client::Args),
+    /// Run a daemon of our own under Filecoin's duty cycle (WinningPoSt on a
+    /// clock, WindowPoSt bursts, a PoRep backlog, SIGKILL and restart), every
+    /// proof checked against its request: latency, invalid, lost, RSS drift.
+    Soak(soak::Args),
     /// Filecoin proofs: fixtures, parameters, circuit counts, proving.
     Fil {
         #[command(subcommand)]
@@ -157,5 +162,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fil { action } => fil::run(load_config(config)?, action),
         Command::Daemon(args) => daemon::run(load_config(config)?, args),
         Command::Client(args) => client::run(args),
+        Command::Soak(args) => soak::run(config, args),
     }
 }
