@@ -84,16 +84,18 @@ impl<T: Send + 'static> Worker<T> {
         retries: Option<Edge<Envelope<T>>>,
         output: Option<EdgeTx<T>>,
     ) {
+        // The arena pool, if this node takes arenas.
         let spec = &self.shared.nodes[self.node].spec;
-        let arena = self.shared.arena_name.as_deref();
-        let takes_arena = arena.is_some_and(|a| spec.takes.iter().any(|t| t == a));
+        let pool = self.shared.arenas.as_ref().filter(|_| {
+            let arena = self.shared.arena_name.as_deref();
+            arena.is_some_and(|a| spec.takes.iter().any(|t| t == a))
+        });
         loop {
             // A node that takes arenas takes one before it picks an item, not
             // after: a worker that picked a PoRep partition and then waited
             // for an arena would hold it while a WinningPoSt that came later
             // waited behind it in the edge. With the arena in hand, the
             // worker picks whatever ranks first when one is free.
-            let pool = self.shared.arenas.as_ref().filter(|_| takes_arena);
             let reserved = match pool {
                 Some(pool) => Some(pool.reserve().await),
                 None => None,
