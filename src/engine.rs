@@ -298,6 +298,7 @@ impl Engine {
             .arenas(arenas.clone())
             .devices(devices)
             .aging(aging)
+            .express_lane(config.engine.express_lane)
             .observer(Arc::new(metrics));
         if let Some(ctx) = &gpu {
             builder = builder.leases(Arc::new(cuzk_stages::gpu::GpuLeases(ctx.clone())));
@@ -325,7 +326,7 @@ impl Engine {
 
     /// The CPU pools declarations name: synthesis, groth16, and the device
     /// stages' pool (driver threads on the GPU; the groth16 pool on the CPU,
-    /// which does the device work there).
+    /// which does the device work there); and the express lane's.
     fn pools(
         config: &Config,
         spec: &GraphSpec,
@@ -347,6 +348,11 @@ impl Engine {
             pools.add(pools::DEVICE, drivers.max(1))?;
         } else {
             pools.alias(pools::DEVICE, pools::GROTH16)?;
+        }
+        // CRITICAL stages run here, not queued behind a busy pool's work
+        // (idle unless a WinningPoSt is in flight).
+        if config.engine.express_lane {
+            pools.add(cuzk_engine::pool::EXPRESS, cores)?;
         }
         Ok(pools)
     }

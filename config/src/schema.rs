@@ -304,11 +304,18 @@ pub struct EngineConfig {
     /// Verify every proof with bellperson's verifier before returning it; a
     /// proof that fails fails its job and is never handed out.
     pub self_verify: bool,
+    /// Give CRITICAL jobs (WinningPoSt) an express lane: edges take them
+    /// when full, every node keeps a worker for them alone, they get the
+    /// next free lock, lease and arena, and a CPU pool of their own.
+    pub express_lane: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { self_verify: true }
+        Self {
+            self_verify: true,
+            express_lane: true,
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Arenas: reusable host buffers that travel with a partition through the graph.
 //!
-//! An [`ArenaPool`] holds at most `count` arenas, each an anonymous memory map.
+//! An [`ArenaPool`] holds at most `count` arenas, each an anonymous memory map,
+//! and one more kept for CRITICAL work (a WinningPoSt never waits for a
+//! PoRep partition to give an arena back).
 //! A partition takes one at its first stage (the node declares `takes_arena`),
 //! carries it through every stage and gives it back when the job collects the
 //! partition's result. Because arenas are reused, the pool size bounds host
@@ -18,8 +20,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::edge::CRITICAL;
+use crate::ranked::{RankedPermit, RankedSemaphore};
 use memmap2::{MmapMut, MmapOptions};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Page-locks arena memory so device uploads from it are DMA transfers.
 ///
@@ -237,7 +240,7 @@ impl<'a> ArenaView<'a> {
 /// Counters describing a pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ArenaStats {
-    /// The pool's bound.
+    /// The pool's bound (the express arena not counted).
     pub count: usize,
     /// Arenas created so far (never above `count`).
     pub created: usize,
@@ -253,7 +256,11 @@ struct PoolInner {
     count: usize,
     max_bytes: usize,
     free: Mutex<Vec<Arena>>,
-    permits: Arc<Semaphore>,
+    permits: RankedSemaphore,
+    /// The arena only CRITICAL reservations take, kept apart so that it only
+    /// ever grows to a PoSt partition's size.
+    express: RankedSemaphore,
+    express_free: Mutex<Option<Arena>>,
     locker: Option<Arc<dyn PageLocker>>,
     created: AtomicUsize,
     in_use: AtomicUsize,
@@ -300,7 +307,10 @@ pub enum ArenaError {
 /// A free arena kept for one caller ([`ArenaPool::reserve`]); dropped, it is
 /// free for anyone again.
 #[derive(Debug)]
-pub struct ArenaReservation(OwnedSemaphorePermit);
+pub struct ArenaReservation {
+    permit: RankedPermit,
+    express: bool,
+}
 
 impl ArenaPool {
     /// A pool of at most `count` arenas of at most `max_bytes` each. Arenas are
@@ -312,7 +322,9 @@ impl ArenaPool {
                 count,
                 max_bytes,
                 free: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(count)),
+                permits: RankedSemaphore::new(count),
+                express: RankedSemaphore::new(1),
+                express_free: Mutex::new(None),
                 locker,
                 created: AtomicUsize::new(0),
                 in_use: AtomicUsize::new(0),
@@ -325,45 +337,54 @@ impl ArenaPool {
 
     /// Waits for a free arena.
     pub async fn acquire(&self) -> ArenaLease {
-        let permit = self
-            .inner
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the arena semaphore is never closed");
-        self.lease(permit)
+        let permit = self.inner.permits.acquire(0).await;
+        self.lease(permit, false)
     }
 
     /// Waits until an arena is free and keeps it for the caller, without
     /// leasing it (it counts as free in the stats until [`Self::lease_reserved`]).
-    pub async fn reserve(&self) -> ArenaReservation {
-        ArenaReservation(
-            self.inner
-                .permits
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("the arena semaphore is never closed"),
-        )
+    /// The highest `priority` waiting is served first.
+    pub async fn reserve(&self, priority: u8) -> ArenaReservation {
+        ArenaReservation {
+            permit: self.inner.permits.acquire(priority).await,
+            express: false,
+        }
+    }
+
+    /// Waits for the express arena (an express worker's: it never holds one
+    /// of the others idle while it waits for CRITICAL work).
+    pub async fn reserve_express(&self) -> ArenaReservation {
+        ArenaReservation {
+            permit: self.inner.express.acquire(CRITICAL as u8).await,
+            express: true,
+        }
     }
 
     /// Leases the arena `r` kept.
     pub fn lease_reserved(&self, r: ArenaReservation) -> ArenaLease {
-        self.lease(r.0)
+        self.lease(r.permit, r.express)
     }
 
     /// A free arena if there is one now.
     pub fn try_acquire(&self) -> Option<ArenaLease> {
-        let permit = self.inner.permits.clone().try_acquire_owned().ok()?;
-        Some(self.lease(permit))
+        let permit = self.inner.permits.try_acquire()?;
+        Some(self.lease(permit, false))
     }
 
-    fn lease(&self, permit: OwnedSemaphorePermit) -> ArenaLease {
+    fn lease(&self, permit: RankedPermit, express: bool) -> ArenaLease {
         let inner = &self.inner;
-        let arena = inner.free.lock().unwrap().pop().unwrap_or_else(|| {
-            let id = inner.created.fetch_add(1, Ordering::SeqCst);
-            debug_assert!(id < inner.count, "the semaphore bounds creation");
+        let reused = if express {
+            inner.express_free.lock().unwrap().take()
+        } else {
+            inner.free.lock().unwrap().pop()
+        };
+        let arena = reused.unwrap_or_else(|| {
+            let id = if express {
+                inner.count
+            } else {
+                inner.created.fetch_add(1, Ordering::SeqCst)
+            };
+            debug_assert!(id <= inner.count, "the semaphores bound creation");
             Arena::new(id, inner.locker.clone())
         });
         let now = inner.in_use.fetch_add(1, Ordering::SeqCst) + 1;
@@ -372,6 +393,7 @@ impl ArenaPool {
         ArenaLease {
             arena: Some(arena),
             pool: self.inner.clone(),
+            express,
             _permit: permit,
         }
     }
@@ -395,7 +417,9 @@ impl ArenaPool {
 pub struct ArenaLease {
     arena: Option<Arena>,
     pool: Arc<PoolInner>,
-    _permit: OwnedSemaphorePermit,
+    /// Taken from the express arena (goes back there).
+    express: bool,
+    _permit: RankedPermit,
 }
 
 impl std::fmt::Debug for ArenaLease {
@@ -439,7 +463,11 @@ impl DerefMut for ArenaLease {
 impl Drop for ArenaLease {
     fn drop(&mut self) {
         if let Some(arena) = self.arena.take() {
-            self.pool.free.lock().unwrap().push(arena);
+            if self.express {
+                *self.pool.express_free.lock().unwrap() = Some(arena);
+            } else {
+                self.pool.free.lock().unwrap().push(arena);
+            }
             self.pool.in_use.fetch_sub(1, Ordering::SeqCst);
             self.pool.changed();
         }

@@ -9,6 +9,12 @@
 //! long enough is served before a higher one (ties go to the higher level).
 //! Aging stops just below [`CRITICAL`]: waiting never puts anything ahead of
 //! a WinningPoSt. With one priority for every item an edge is a plain FIFO.
+//!
+//! CRITICAL items travel an express lane: an edge takes them even when it is
+//! full (so a WinningPoSt is never held behind the PoRep partitions that
+//! fill it), and each node keeps an express worker that only takes them
+//! ([`Edge::recv_express`]), so one is free even while every other worker
+//! waits, with a finished PoRep partition, for room downstream.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -45,6 +51,11 @@ pub fn aged_priority(level: usize, waited: Duration, aging: Duration) -> f64 {
 /// Something an edge can order.
 pub(crate) trait Prioritised {
     fn priority(&self) -> u8;
+
+    /// Whether it travels the express lane.
+    fn is_critical(&self) -> bool {
+        usize::from(self.priority()) >= CRITICAL
+    }
 }
 
 struct State<E> {
@@ -77,6 +88,8 @@ struct Inner<E> {
     capacity: Option<usize>,
     aging: Duration,
     items: Notify,
+    /// Wakes express receivers: a CRITICAL item came.
+    express: Notify,
     room: Notify,
 }
 
@@ -102,6 +115,7 @@ fn channel<E>(capacity: Option<usize>, aging: Duration) -> (EdgeSender<E>, Edge<
         capacity,
         aging,
         items: Notify::new(),
+        express: Notify::new(),
         room: Notify::new(),
     });
     (
@@ -126,13 +140,23 @@ pub(crate) fn unbounded<E>(aging: Duration) -> (EdgeSender<E>, Edge<E>) {
 impl<E: Prioritised> EdgeSender<E> {
     fn push(&self, state: &mut State<E>, item: E) {
         let level = usize::from(item.priority()).min(LEVELS - 1);
+        let critical = item.is_critical();
         state.levels[level].push_back((Instant::now(), item));
         state.len += 1;
         self.inner.items.notify_one();
+        if critical {
+            self.inner.express.notify_one();
+        }
     }
 
+    /// Room for a normal item (CRITICAL ones need none).
     fn has_room(&self, state: &State<E>) -> bool {
         self.inner.capacity.is_none_or(|c| state.len < c)
+    }
+
+    /// Whether the edge is full for normal items now.
+    pub(crate) fn is_full(&self) -> bool {
+        !self.has_room(&self.inner.state.lock().unwrap())
     }
 
     /// Sends, waiting while the edge is full. Gives the item back if no
@@ -148,7 +172,8 @@ impl<E: Prioritised> EdgeSender<E> {
                 if state.receivers == 0 {
                     return Err(item.take().expect("kept until sent"));
                 }
-                if self.has_room(&state) {
+                let critical = item.as_ref().is_some_and(|i| i.is_critical());
+                if critical || self.has_room(&state) {
                     self.push(&mut state, item.take().expect("kept until sent"));
                     return Ok(());
                 }
@@ -157,10 +182,11 @@ impl<E: Prioritised> EdgeSender<E> {
         }
     }
 
-    /// Sends now if there is room; else gives the item back.
+    /// Sends now if there is room (a CRITICAL item always has); else gives
+    /// the item back.
     pub(crate) fn try_send(&self, item: E) -> Result<(), E> {
         let mut state = self.inner.state.lock().unwrap();
-        if state.receivers == 0 || !self.has_room(&state) {
+        if state.receivers == 0 || !(item.is_critical() || self.has_room(&state)) {
             return Err(item);
         }
         self.push(&mut state, item);
@@ -210,6 +236,34 @@ impl<E> Edge<E> {
         }
     }
 
+    /// The next CRITICAL item (an express worker's); `None` once the edge
+    /// is empty and every sender is gone.
+    pub(crate) async fn recv_express(&self) -> Option<E> {
+        loop {
+            let express = self.inner.express.notified();
+            tokio::pin!(express);
+            express.as_mut().enable();
+            {
+                let mut state = self.inner.state.lock().unwrap();
+                let level = (CRITICAL..LEVELS)
+                    .rev()
+                    .find(|&l| !state.levels[l].is_empty());
+                if let Some(level) = level {
+                    let (_, item) = state.levels[level].pop_front().expect("non-empty level");
+                    state.len -= 1;
+                    drop(state);
+                    self.inner.room.notify_one();
+                    return Some(item);
+                }
+                // No sender left: no CRITICAL item can come any more.
+                if state.senders == 0 {
+                    return None;
+                }
+            }
+            express.await;
+        }
+    }
+
     /// Items waiting now.
     pub(crate) fn len(&self) -> usize {
         self.inner.state.lock().unwrap().len
@@ -253,6 +307,7 @@ impl<E> Drop for EdgeSender<E> {
         if state.senders == 0 {
             drop(state);
             self.inner.items.notify_waiters();
+            self.inner.express.notify_waiters();
         }
     }
 }

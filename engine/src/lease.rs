@@ -12,7 +12,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use crate::ranked::{RankedPermit, RankedSemaphore};
 
 /// What one lease carries. `reset` runs when the lease goes back to its pool:
 /// drop what belonged to the partition (its SRS handle, say), keep what can
@@ -57,7 +57,7 @@ struct PoolInner {
     device: usize,
     size: usize,
     free: Mutex<Vec<Box<dyn DeviceSlot>>>,
-    permits: Arc<Semaphore>,
+    permits: RankedSemaphore,
     created: AtomicUsize,
     in_use: AtomicUsize,
     peak: AtomicUsize,
@@ -83,7 +83,7 @@ impl LeasePool {
                 device,
                 size,
                 free: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(size)),
+                permits: RankedSemaphore::new(size),
                 created: AtomicUsize::new(0),
                 in_use: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
@@ -93,18 +93,13 @@ impl LeasePool {
     }
 
     pub(crate) fn is_exhausted(&self) -> bool {
-        self.inner.permits.available_permits() == 0
+        self.inner.permits.available() == 0
     }
 
-    /// Waits for a free lease, creating its slot on first use.
-    pub(crate) async fn acquire(&self) -> anyhow::Result<DeviceLease> {
-        let permit = self
-            .inner
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("lease semaphores are never closed");
+    /// Waits for a free lease (the highest `priority` waiting is served
+    /// first), creating its slot on first use.
+    pub(crate) async fn acquire(&self, priority: u8) -> anyhow::Result<DeviceLease> {
+        let permit = self.inner.permits.acquire(priority).await;
         let inner = &self.inner;
         let reused = inner.free.lock().unwrap().pop();
         let slot = match reused {
@@ -143,7 +138,7 @@ impl LeasePool {
 pub struct DeviceLease {
     slot: Option<Box<dyn DeviceSlot>>,
     pool: Arc<PoolInner>,
-    _permit: OwnedSemaphorePermit,
+    _permit: RankedPermit,
 }
 
 impl DeviceLease {
@@ -203,12 +198,12 @@ mod tests {
     #[tokio::test]
     async fn slots_are_bounded_reused_and_reset() {
         let pool = LeasePool::new("vram", 0, 2, Arc::new(Provider));
-        let mut a = pool.acquire().await.unwrap();
-        let b = pool.acquire().await.unwrap();
+        let mut a = pool.acquire(0).await.unwrap();
+        let b = pool.acquire(0).await.unwrap();
         assert!(pool.is_exhausted());
         assert_eq!(a.slot_mut::<Counting>().unwrap().0, 0);
         drop(a);
-        let mut c = pool.acquire().await.unwrap();
+        let mut c = pool.acquire(0).await.unwrap();
         assert_eq!(
             c.slot_mut::<Counting>().unwrap().0,
             1,

@@ -18,6 +18,7 @@ pub mod job;
 pub mod lease;
 pub mod observer;
 pub mod pool;
+pub mod ranked;
 mod resource;
 pub mod runtime;
 pub mod spans;
@@ -37,6 +38,7 @@ pub use observer::{
     DeviceSpan, DropReason, Event, EventKind, NodeRef, Observer, Wait, device_time,
 };
 pub use pool::CpuPools;
+pub use ranked::{RankedPermit, RankedSemaphore};
 pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
 pub use spans::SpanObserver;
 pub use stage::{

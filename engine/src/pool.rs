@@ -4,6 +4,10 @@ use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+/// The pool express workers run CRITICAL stages on, when a set has one (else
+/// they run on their node's pool, behind whatever it is busy with).
+pub const EXPRESS: &str = "express";
+
 /// A set of named rayon pools. Nodes name the pool their stage runs on.
 #[derive(Clone, Default)]
 pub struct CpuPools {

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
+
+use crate::ranked::{RankedPermit, RankedSemaphore};
 
 use crate::graph::{ResourceKind, ResourceSpec, Scope};
 
@@ -97,7 +99,7 @@ impl Drop for GatePass {
 
 #[derive(Clone)]
 enum Instance {
-    Semaphore(Arc<Semaphore>),
+    Semaphore(RankedSemaphore),
     Gate(Arc<Gate>),
 }
 
@@ -105,10 +107,10 @@ impl Instance {
     /// The held kinds; pooled ones (arenas, leases) live elsewhere.
     fn new(spec: &ResourceSpec) -> Option<Self> {
         match spec.kind {
-            ResourceKind::Lock => Some(Self::Semaphore(Arc::new(Semaphore::new(1)))),
-            ResourceKind::Semaphore => Some(Self::Semaphore(Arc::new(Semaphore::new(
+            ResourceKind::Lock => Some(Self::Semaphore(RankedSemaphore::new(1))),
+            ResourceKind::Semaphore => Some(Self::Semaphore(RankedSemaphore::new(
                 spec.size.unwrap_or(1),
-            )))),
+            ))),
             ResourceKind::Gate => Some(Self::Gate(Arc::default())),
             ResourceKind::Arena | ResourceKind::DeviceLease => None,
         }
@@ -118,7 +120,7 @@ impl Instance {
 /// Something held; released on drop.
 pub(crate) enum Held {
     // Fields are held for their Drop.
-    Permit(#[allow(dead_code)] OwnedSemaphorePermit),
+    Permit(#[allow(dead_code)] RankedPermit),
     Gate(#[allow(dead_code)] GateGuard),
 }
 
@@ -154,15 +156,11 @@ impl Resources {
         }
     }
 
-    /// Acquires a lock or semaphore permit, or closes a gate.
-    pub(crate) async fn hold(&self, name: &str, device: Option<usize>) -> Held {
+    /// Acquires a lock or semaphore permit (the highest `priority` waiting
+    /// is served first), or closes a gate.
+    pub(crate) async fn hold(&self, name: &str, device: Option<usize>, priority: u8) -> Held {
         match self.instance(name, device) {
-            Instance::Semaphore(s) => Held::Permit(
-                s.clone()
-                    .acquire_owned()
-                    .await
-                    .expect("resource semaphores are never closed"),
-            ),
+            Instance::Semaphore(s) => Held::Permit(s.acquire(priority).await),
             Instance::Gate(g) => Held::Gate(g.close().await),
         }
     }
@@ -170,7 +168,7 @@ impl Resources {
     /// Whether acquiring would have to wait right now (for wait events).
     pub(crate) fn is_busy(&self, name: &str, device: Option<usize>) -> bool {
         match self.instance(name, device) {
-            Instance::Semaphore(s) => s.available_permits() == 0,
+            Instance::Semaphore(s) => s.available() == 0,
             Instance::Gate(g) => g.closers() > 0,
         }
     }
@@ -192,7 +190,7 @@ mod tests {
     #[tokio::test]
     async fn gate_blocks_waiters_while_closed() {
         let r = Arc::new(Resources::new(&[ResourceSpec::gate("g")], 1));
-        let held = r.hold("g", None).await;
+        let held = r.hold("g", None, 0).await;
         assert!(r.is_busy("g", None));
         let r2 = r.clone();
         let waiter = tokio::spawn(async move {
@@ -213,7 +211,7 @@ mod tests {
         let pass = r.pass("g", None).await;
         let r2 = r.clone();
         let closer = tokio::spawn(async move {
-            let _held = r2.hold("g", None).await;
+            let _held = r2.hold("g", None, 0).await;
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!closer.is_finished(), "a pass in use keeps the closer out");
@@ -228,7 +226,7 @@ mod tests {
     #[tokio::test]
     async fn per_device_locks_are_independent() {
         let r = Resources::new(&[ResourceSpec::lock("gpu").per_device()], 2);
-        let _d0 = r.hold("gpu", Some(0)).await;
+        let _d0 = r.hold("gpu", Some(0), 0).await;
         assert!(r.is_busy("gpu", Some(0)));
         assert!(!r.is_busy("gpu", Some(1)));
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use cuzk_engine::{
-    ArenaPool, CpuPools, GraphSpec, JobError, LayoutBuilder, NodeSpec, ResourceSpec,
+    ArenaPool, CRITICAL, CpuPools, GraphSpec, JobError, LayoutBuilder, NodeSpec, ResourceSpec,
     RuntimeBuilder, SOURCE, StageContext, StageRegistry,
 };
 
@@ -578,4 +578,65 @@ async fn the_next_free_arena_goes_to_the_highest_priority_item() {
         job.await.unwrap();
     }
     assert_eq!(*order.lock().unwrap(), [0, 1, 100, 2]);
+}
+
+/// The express lane: with a backlog filling every edge and every worker
+/// blocked on a full edge, a CRITICAL job enters at once, is taken by each
+/// node's express worker and gets the device lock next; only the item on
+/// the device when it came runs before it. Without the lane it came third,
+/// behind the item in the full edge too: one more item for every edge and
+/// every blocked worker of a longer graph.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critical_job_overtakes_a_backlog_held_in_full_edges() {
+    let order = Arc::new(Mutex::new(vec![]));
+    let stages = StageRegistry::new()
+        .with("prep", |_: &mut Item, _: &mut StageContext<'_>| {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(())
+        })
+        .with("device", {
+            let order = order.clone();
+            move |item: &mut Item, _: &mut StageContext<'_>| {
+                order.lock().unwrap().push(item.value);
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(())
+            }
+        });
+    let spec = GraphSpec::new("express")
+        .node(NodeSpec::new("prep", "prep", "PREP").pool("a"))
+        .node(
+            NodeSpec::new("device", "device", "GPU")
+                .pool("b")
+                .holds("device"),
+        )
+        .edge(SOURCE, "prep", 1)
+        .edge("prep", "device", 1)
+        .resource(ResourceSpec::lock("device"));
+    let rt = RuntimeBuilder::new(spec, stages, pools()).start().unwrap();
+    let item = |value| {
+        vec![Item {
+            value,
+            devices: vec![],
+        }]
+    };
+    let mut jobs: Vec<_> = (0..8)
+        .map(|i| rt.submit_with_priority(&format!("porep{i}"), item(i), 2))
+        .collect();
+    // The device runs one, one waits in each edge, prep holds one.
+    eventually("the backlog to fill the graph", || {
+        rt.status().items_in_flight >= 4
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let before = order.lock().unwrap().len();
+    jobs.push(rt.submit_with_priority("winning", item(100), CRITICAL as u8));
+    for job in jobs {
+        job.await.unwrap();
+    }
+    let order = order.lock().unwrap();
+    let at = order.iter().position(|&v| v == 100).unwrap();
+    assert_eq!(
+        at, before,
+        "the critical job is the next on the device after the one running ({order:?})"
+    );
 }

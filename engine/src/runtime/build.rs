@@ -34,6 +34,7 @@ pub struct RuntimeBuilder<T> {
     devices: usize,
     observers: Observers,
     aging: Duration,
+    express: bool,
 }
 
 /// What resolving found for each node, and the pooled resources.
@@ -61,7 +62,15 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             devices: 1,
             observers: Observers::default(),
             aging: DEFAULT_AGING,
+            express: true,
         }
+    }
+
+    /// Whether every node keeps an express worker for CRITICAL items (on
+    /// the `express` CPU pool where there is one). On by default.
+    pub fn express_lane(mut self, on: bool) -> Self {
+        self.express = on;
+        self
     }
 
     /// The arena pool behind the graph's `arena` resource.
@@ -209,8 +218,12 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             live_items: Arc::new(AtomicUsize::new(0)),
             jobs_running: AtomicUsize::new(0),
             source: Arc::new(Source::new(self.aging)),
+            express_pool: self
+                .express
+                .then(|| self.pools.get(crate::pool::EXPRESS))
+                .flatten(),
         });
-        let mut tasks = spawn_workers(&handle, &shared, &tx);
+        let mut tasks = spawn_workers(&handle, &shared, &tx, self.express);
         // Only workers hold the senders of inner edges now, and the source
         // task the entry's: when it ends, shutdown cascades down the chain.
         drop(tx);
@@ -230,6 +243,7 @@ fn spawn_workers<T: Send + 'static>(
     handle: &Handle,
     shared: &Arc<Shared<T>>,
     tx: &[Option<EdgeTx<T>>],
+    express: bool,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut tasks = Vec::new();
     for (i, node) in shared.nodes.iter().enumerate() {
@@ -244,7 +258,9 @@ fn spawn_workers<T: Send + 'static>(
                 (many, Some(d)) => many[d].clone(),
                 (_, None) => unreachable!("only per-device nodes have per-device inputs"),
             };
-            for _ in 0..node.spec.workers {
+            // The declared workers, then the express worker.
+            let workers = node.spec.workers + usize::from(express);
+            for w in 0..workers {
                 let output = node
                     .next
                     .map(|next| tx[next].clone().expect("every node has an input edge"));
@@ -254,6 +270,7 @@ fn spawn_workers<T: Send + 'static>(
                     node: i,
                     index,
                     device,
+                    express: w == node.spec.workers,
                 };
                 tasks.push(handle.spawn(w.run(input.clone(), retries, output)));
                 index += 1;

@@ -103,6 +103,14 @@ impl<T> EdgeTx<T> {
         self.sender(&env).try_send(env)
     }
 
+    /// Whether a shared edge (the entry edge) is full for normal items.
+    pub fn is_full(&self) -> bool {
+        match self {
+            Self::Shared(s) => s.is_full(),
+            Self::PerDevice(_) => unreachable!("the entry edge is shared"),
+        }
+    }
+
     /// Waits for room in a shared edge (the entry edge).
     pub async fn wait_room(&self) {
         match self {

@@ -81,6 +81,8 @@ struct Shared<T> {
     live_items: Arc<AtomicUsize>,
     jobs_running: AtomicUsize,
     source: Arc<Source<T>>,
+    /// Where express workers run their stages (None: their node's pool).
+    express_pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl<T: 'static> Shared<T> {

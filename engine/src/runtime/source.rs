@@ -2,7 +2,8 @@
 //! partition at a time as it has room, the highest (aged) priority first.
 //!
 //! One task feeds the entry edge. It waits for room before it picks, so a
-//! critical job submitted behind a thousand queued ones goes in next.
+//! critical job submitted behind a thousand queued ones goes in next; a
+//! CRITICAL job does not wait for room at all (the edges' express lane).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::edge::{LEVELS, aged_priority};
+use crate::edge::{CRITICAL, LEVELS, aged_priority};
 use crate::job::JobState;
 
 use super::envelope::{EdgeTx, Envelope};
@@ -79,8 +80,9 @@ impl<T> Source<T> {
         std::array::from_fn(|l| levels[l].len())
     }
 
-    /// The next partition by aged priority, dropping cancelled jobs.
-    fn pop(&self) -> Option<(Arc<JobState<T>>, usize, T)> {
+    /// The next partition by aged priority, dropping cancelled jobs; with
+    /// `critical_only`, only a CRITICAL one.
+    fn pop(&self, critical_only: bool) -> Option<(Arc<JobState<T>>, usize, T)> {
         let mut levels = self.levels.lock().unwrap();
         loop {
             let now = Instant::now();
@@ -96,6 +98,9 @@ impl<T> Source<T> {
                 }
             }
             let (level, _) = best?;
+            if critical_only && level < CRITICAL {
+                return None;
+            }
             let front = levels[level].front_mut().expect("non-empty level");
             if front.job.is_cancelled() || front.items.is_empty() {
                 levels[level].pop_front();
@@ -121,11 +126,11 @@ impl<T> Source<T> {
         on_enter: impl Fn(&Envelope<T>),
     ) -> Option<Envelope<T>> {
         loop {
-            entry.wait_room().await;
             let more = self.more.notified();
             tokio::pin!(more);
             more.as_mut().enable();
-            match self.pop() {
+            let room = !entry.is_full();
+            match self.pop(!room) {
                 Some((job, partition, item)) => {
                     let env = Envelope::new(job, partition, item, live.clone());
                     on_enter(&env);
@@ -134,8 +139,15 @@ impl<T> Source<T> {
                         return Some(env);
                     }
                 }
-                None if self.is_closed() => return None,
-                None => more.await,
+                None if room && self.is_closed() => return None,
+                None if room => more.await,
+                // Full: wait for room, or for a CRITICAL job that needs none.
+                None => {
+                    tokio::select! {
+                        _ = more => {}
+                        _ = entry.wait_room() => {}
+                    }
+                }
             }
         }
     }

@@ -22,6 +22,8 @@ pub(super) struct Worker<T> {
     pub node: usize,
     pub index: usize,
     pub device: Option<usize>,
+    /// Takes only CRITICAL items (the express lane, see `crate::edge`).
+    pub express: bool,
 }
 
 /// Which item a wait is for (without borrowing it across the wait).
@@ -97,18 +99,25 @@ impl<T: Send + 'static> Worker<T> {
             // waited behind it in the edge. With the arena in hand, the
             // worker picks whatever ranks first when one is free.
             let reserved = match pool {
-                Some(pool) => Some(pool.reserve().await),
+                Some(pool) if self.express => Some(pool.reserve_express().await),
+                Some(pool) => Some(pool.reserve(0).await),
                 None => None,
             };
             // Partitions another device failed come first; the chain's input
             // closing (shutdown) ends the worker.
-            let next = match &retries {
-                Some(retries) => tokio::select! {
+            let next = match (&retries, self.express) {
+                (Some(retries), false) => tokio::select! {
                     biased;
                     Some(env) = retries.recv() => Some(env),
                     r = input.recv() => r,
                 },
-                None => input.recv().await,
+                (Some(retries), true) => tokio::select! {
+                    biased;
+                    Some(env) = retries.recv_express() => Some(env),
+                    r = input.recv_express() => r,
+                },
+                (None, false) => input.recv().await,
+                (None, true) => input.recv_express().await,
             };
             let Some(mut env) = next else { break };
             // An item that already carries an arena gives the reserved one back.
@@ -161,7 +170,9 @@ impl<T: Send + 'static> Worker<T> {
         }
         let mut held = Vec::with_capacity(spec.holds.len());
         for resource in &spec.holds {
-            let hold = shared.resources.hold(resource, env.device);
+            let hold = shared
+                .resources
+                .hold(resource, env.device, env.job.priority);
             held.push(if shared.resources.is_busy(resource, env.device) {
                 self.wait(Who::of(&env), Wait::Resource(resource), hold)
                     .await
@@ -216,7 +227,11 @@ impl<T: Send + 'static> Worker<T> {
             let pool = shared.arenas.as_ref().expect("resolved at start");
             let lease = match pool.try_acquire() {
                 Some(lease) => lease,
-                None => self.wait(Who::of(env), Wait::Arena, pool.acquire()).await,
+                None => {
+                    let reserve = pool.reserve(env.job.priority);
+                    let r = self.wait(Who::of(env), Wait::Arena, reserve).await;
+                    pool.lease_reserved(r)
+                }
             };
             env.arena = Some(lease);
             return Ok(());
@@ -228,11 +243,12 @@ impl<T: Send + 'static> Worker<T> {
             .device
             .expect("validated: leases are taken on per-device nodes");
         let pool = &shared.leases[name][device];
+        let priority = env.job.priority;
         let lease = if pool.is_exhausted() {
-            self.wait(Who::of(env), Wait::Lease(name), pool.acquire())
+            self.wait(Who::of(env), Wait::Lease(name), pool.acquire(priority))
                 .await
         } else {
-            pool.acquire().await
+            pool.acquire(priority).await
         }?;
         env.leases.push(lease);
         Ok(())
@@ -286,7 +302,11 @@ impl<T: Send + 'static> Worker<T> {
         let stage = rt.stage.clone();
         let node_name: Arc<str> = Arc::from(rt.spec.name.as_str());
         let worker = self.index;
-        let outcome = run_on(&rt.pool, move || {
+        let pool = match (&shared.express_pool, self.express) {
+            (Some(express), true) => express,
+            _ => &rt.pool,
+        };
+        let outcome = run_on(pool, move || {
             let Envelope {
                 job,
                 partition,
