@@ -582,35 +582,37 @@ async fn the_next_free_arena_goes_to_the_highest_priority_item() {
 
 /// The express lane: with a backlog filling every edge and every worker
 /// blocked on a full edge, a CRITICAL job enters at once, is taken by each
-/// node's express worker and gets the device lock next; only the item on
-/// the device when it came runs before it. Without the lane it came third,
-/// behind the item in the full edge too: one more item for every edge and
-/// every blocked worker of a longer graph.
+/// node's express worker and gets the device lock next: only the stage a
+/// device is running when it comes runs before it. Without the lane it came
+/// third, behind the item in the full edge too (one more item for every
+/// edge and every blocked worker of a longer graph). And it keeps the lock
+/// from its first device stage to its second: released in between, the
+/// lock went to a PoRep stage already waiting for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_critical_job_overtakes_a_backlog_held_in_full_edges() {
-    let order = Arc::new(Mutex::new(vec![]));
+    let log = Arc::new(Mutex::new(Vec::<(&str, u64)>::new()));
+    let device_stage = |name: &'static str, ms: u64| {
+        let log = log.clone();
+        move |item: &mut Item, _: &mut StageContext<'_>| {
+            log.lock().unwrap().push((name, item.value));
+            std::thread::sleep(Duration::from_millis(ms));
+            Ok(())
+        }
+    };
     let stages = StageRegistry::new()
         .with("prep", |_: &mut Item, _: &mut StageContext<'_>| {
             std::thread::sleep(Duration::from_millis(20));
             Ok(())
         })
-        .with("device", {
-            let order = order.clone();
-            move |item: &mut Item, _: &mut StageContext<'_>| {
-                order.lock().unwrap().push(item.value);
-                std::thread::sleep(Duration::from_millis(300));
-                Ok(())
-            }
-        });
+        .with("ntt", device_stage("ntt", 300))
+        .with("g2", device_stage("g2", 100));
     let spec = GraphSpec::new("express")
         .node(NodeSpec::new("prep", "prep", "PREP").pool("a"))
-        .node(
-            NodeSpec::new("device", "device", "GPU")
-                .pool("b")
-                .holds("device"),
-        )
+        .node(NodeSpec::new("ntt", "ntt", "GPU").pool("b").holds("device"))
+        .node(NodeSpec::new("g2", "g2", "B_G2").pool("b").holds("device"))
         .edge(SOURCE, "prep", 1)
-        .edge("prep", "device", 1)
+        .edge("prep", "ntt", 1)
+        .edge("ntt", "g2", 1)
         .resource(ResourceSpec::lock("device"));
     let rt = RuntimeBuilder::new(spec, stages, pools()).start().unwrap();
     let item = |value| {
@@ -619,24 +621,30 @@ async fn a_critical_job_overtakes_a_backlog_held_in_full_edges() {
             devices: vec![],
         }]
     };
-    let mut jobs: Vec<_> = (0..8)
+    let mut jobs: Vec<_> = (0..10)
         .map(|i| rt.submit_with_priority(&format!("porep{i}"), item(i), 2))
         .collect();
-    // The device runs one, one waits in each edge, prep holds one.
     eventually("the backlog to fill the graph", || {
-        rt.status().items_in_flight >= 4
+        rt.status().items_in_flight >= 6
     })
     .await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let before = order.lock().unwrap().len();
+    let ntt_before = log.lock().unwrap().iter().filter(|e| e.0 == "ntt").count();
     jobs.push(rt.submit_with_priority("winning", item(100), CRITICAL as u8));
     for job in jobs {
         job.await.unwrap();
     }
-    let order = order.lock().unwrap();
-    let at = order.iter().position(|&v| v == 100).unwrap();
+    let log = log.lock().unwrap();
+    let ntt: Vec<u64> = log.iter().filter(|e| e.0 == "ntt").map(|e| e.1).collect();
     assert_eq!(
-        at, before,
-        "the critical job is the next on the device after the one running ({order:?})"
+        ntt.iter().position(|&v| v == 100),
+        Some(ntt_before),
+        "the critical job is next on the device after the stage running ({log:?})"
+    );
+    let first = log.iter().position(|&e| e == ("ntt", 100)).unwrap();
+    assert_eq!(
+        log[first + 1],
+        ("g2", 100),
+        "no stage runs between its two device stages ({log:?})"
     );
 }

@@ -9,6 +9,7 @@ use crate::arena::ArenaLease;
 use crate::edge::{EdgeSender, Prioritised};
 use crate::job::{JobState, StageTiming};
 use crate::lease::DeviceLease;
+use crate::resource::Held;
 
 pub(crate) struct Envelope<T> {
     pub job: Arc<JobState<T>>,
@@ -23,6 +24,10 @@ pub(crate) struct Envelope<T> {
     pub live: Arc<AtomicUsize>,
     /// Devices that failed this partition (it is not given to them again).
     pub failed_on: Vec<usize>,
+    /// Locks a CRITICAL item keeps from one stage to the next that holds
+    /// them too (by resource and device), so no PoRep stage slips in
+    /// between its device stages.
+    pub kept: Vec<(String, Option<usize>, Held)>,
 }
 
 impl<T> Envelope<T> {
@@ -39,6 +44,7 @@ impl<T> Envelope<T> {
             queued_at: Instant::now(),
             live,
             failed_on: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
