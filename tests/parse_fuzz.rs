@@ -244,3 +244,60 @@ fn cut_and_corrupted_parameter_files_are_refused() {
         }
     }
 }
+
+/// Pre-compiled constraint recordings cut, flipped, and with their header's
+/// sizes rewritten (the digest made over the damage, as a recorder bug
+/// would): every one is refused at open (size, digest) or by validation
+/// before a device reads it; none panics (a size that overflows included)
+/// or takes more heap than the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_and_corrupted_recordings_are_refused() {
+    use cuzk::stages::pce::store::{DIGEST_BYTES, digest};
+    use cuzk::stages::pce::{PceCache, Recording};
+    use cuzk::stages::{ProvableCircuit, Workload};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let srs = common::srs(Workload::Chain, 10);
+    let cache = Arc::new(PceCache::new(Some(dir.path().into())));
+    let circuit = Box::new(Workload::Chain.instance(10, 3).circuit) as Box<dyn ProvableCircuit>;
+    common::pce::synthesize("synth_pce", cache.clone(), &srs, vec![circuit]).await;
+    let good = std::fs::read(cache.path_for(&srs).unwrap()).unwrap();
+    let file = dir.path().join("fuzz.pce");
+    let body = good.len() - DIGEST_BYTES;
+    let mut rng = StdRng::seed_from_u64(12);
+    let mut counts = [0usize; 3];
+    for case in 0..600 {
+        let mut bytes = good.clone();
+        match case % 3 {
+            0 => bytes.truncate(rng.gen_range(0..bytes.len())),
+            1 => bytes[rng.gen_range(0..body)] ^= 1 << rng.gen_range(0..8),
+            _ => {
+                // A size word (table, densities, rows, terms): nearby values
+                // and huge ones, then a digest over the damage.
+                let word = rng.gen_range(8..18);
+                let at = word * 8;
+                let old = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+                let new = match rng.gen_range(0..3) {
+                    0 => old.wrapping_add(rng.gen_range(1..4)),
+                    1 => old.wrapping_sub(rng.gen_range(1..4)),
+                    _ => rng.r#gen::<u64>() >> rng.gen_range(0..60),
+                };
+                bytes[at..at + 8].copy_from_slice(&new.to_le_bytes());
+                let sum = digest(&bytes[..body]);
+                bytes[body..].copy_from_slice(&sum);
+            }
+        }
+        std::fs::write(&file, &bytes).unwrap();
+        let bound = 4 * bytes.len() + (64 << 20);
+        let (refusal, heap) = peak_heap(|| match Recording::open(&file) {
+            Ok(None) => Some("at open".to_string()),
+            Ok(Some(r)) => r.validate().err(),
+            Err(e) => Some(e.to_string()),
+        });
+        assert!(heap <= bound, "case {case}: {heap} bytes of heap");
+        let refusal = refusal.unwrap_or_else(|| panic!("case {case}: a damaged recording passed"));
+        assert!(!refusal.is_empty(), "case {case}");
+        counts[case % 3] += 1;
+    }
+    eprintln!("recordings refused: {counts:?} (cut, flipped, sizes rewritten)");
+}

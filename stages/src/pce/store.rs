@@ -89,30 +89,32 @@ struct Sections {
     total: usize,
 }
 
-fn pad8(n: usize) -> usize {
-    n.div_ceil(8) * 8
-}
-
 impl Sections {
+    /// The layout a header describes; `None` if its sizes overflow (a
+    /// damaged header must be refused, not wrap into a layout that fits).
     fn of(h: &[u64]) -> Option<Self> {
         let word = |i: usize| usize::try_from(h[i]).ok();
         let (table_len, wide) = (word(8)?, h[7] == 32);
         let mut at = HEADER_WORDS * 8;
-        let mut take = |bytes: usize| {
+        let mut take = |bytes: Option<usize>| -> Option<(usize, usize)> {
+            let bytes = bytes?;
             let range = (at, bytes);
-            at += pad8(bytes);
-            range
+            at = at.checked_add(bytes.checked_next_multiple_of(8)?)?;
+            Some(range)
         };
-        let table = take(table_len * 32);
-        let density = [take(word(9)? * 8), take(word(10)? * 8), take(word(11)? * 8)];
+        let table = take(table_len.checked_mul(32))?;
+        let mut density = [(0, 0); 3];
+        for (i, d) in density.iter_mut().enumerate() {
+            *d = take(word(9 + i)?.checked_mul(8))?;
+        }
         let mut row_ptr = [(0, 0); 3];
         let mut cols = [(0, 0); 3];
         let mut codes = [(0, 0); 3];
         for m in 0..3 {
             let (rows, nnz) = (word(12 + m)?, word(15 + m)?);
-            row_ptr[m] = take((rows + 1) * 4);
-            cols[m] = take(nnz * 4);
-            codes[m] = take(nnz * if wide { 4 } else { 2 });
+            row_ptr[m] = take(rows.checked_add(1).and_then(|r| r.checked_mul(4)))?;
+            cols[m] = take(nnz.checked_mul(4))?;
+            codes[m] = take(nnz.checked_mul(if wide { 4 } else { 2 }))?;
         }
         Some(Self {
             table,
