@@ -299,6 +299,10 @@ impl Engine {
             .devices(devices)
             .aging(aging)
             .express_lane(config.engine.express_lane)
+            .quarantine(cuzk_engine::Quarantine {
+                after: config.gpu.quarantine_after,
+                cooldown: std::time::Duration::from_secs(config.gpu.quarantine_s),
+            })
             .observer(Arc::new(metrics));
         if let Some(ctx) = &gpu {
             builder = builder.leases(Arc::new(cuzk_stages::gpu::GpuLeases(ctx.clone())));

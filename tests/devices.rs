@@ -163,3 +163,42 @@ async fn when_every_device_fails_the_job_fails_clearly_and_the_engine_goes_on() 
     engine.idle().await;
     assert_eq!(engine.arena_stats().in_use, 0);
 }
+
+/// A device whose stages keep faulting is quarantined after three faults in
+/// a row: the jobs after it never try it again (each partition no longer
+/// pays a failed attempt before its retry), and the engine's status names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_keeps_faulting_is_quarantined_and_gets_no_more_work() {
+    let (engine, dir, _t) = engine("single_lock", 2, &[1]).await;
+    let srs = common::srs(Workload::Chain, 10);
+    let faults = || {
+        let log = std::fs::read_to_string(dir.path().join("t.log")).unwrap();
+        parse(&log)
+            .iter()
+            .filter(|r| r.event == "DEVICE_FAULT")
+            .count()
+    };
+    let out = engine.submit(job_for(&srs, &spec(10), 1).0).await.unwrap();
+    out.verify(&srs).unwrap();
+    let after_first = faults();
+    assert!(after_first >= 3, "device 1 faulted {after_first} times");
+    assert_eq!(engine.status().quarantined_devices, [1]);
+    for seed in 2..4 {
+        let out = engine
+            .submit(job_for(&srs, &spec(10), seed).0)
+            .await
+            .unwrap();
+        out.verify(&srs).unwrap();
+        assert!(
+            devices_of(&out, &device_node(&engine))
+                .iter()
+                .all(|&d| d == 0)
+        );
+    }
+    assert_eq!(
+        faults(),
+        after_first,
+        "the quarantined device got no partition"
+    );
+    engine.shutdown().await;
+}

@@ -158,6 +158,11 @@ pub struct GpuConfig {
     /// pre-compiled constraint matrices in device memory. Off (or when they
     /// do not fit), a, b and c are evaluated on the host and uploaded.
     pub pce_matrices: bool,
+    /// Device faults in a row (no stage succeeding between) after which a
+    /// device takes no partitions for `quarantine_s`, while another device
+    /// is healthy. 0 = never.
+    pub quarantine_after: u32,
+    pub quarantine_s: u64,
 }
 
 impl Default for GpuConfig {
@@ -171,6 +176,8 @@ impl Default for GpuConfig {
             msm_tables: true,
             msm_table_budget: ByteSize(0),
             pce_matrices: true,
+            quarantine_after: 3,
+            quarantine_s: 300,
         }
     }
 }

@@ -39,7 +39,7 @@ pub use observer::{
 };
 pub use pool::CpuPools;
 pub use ranked::{RankedPermit, RankedSemaphore};
-pub use runtime::{NodeStatus, Runtime, RuntimeBuilder, Status};
+pub use runtime::{NodeStatus, Quarantine, Runtime, RuntimeBuilder, Status};
 pub use spans::SpanObserver;
 pub use stage::{
     CancelFlag, Cancelled, DeviceFault, FailOnDevices, Stage, StageContext, StageRegistry,

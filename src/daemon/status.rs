@@ -19,6 +19,8 @@ pub struct DeviceStatus {
     pub vram_free_bytes: u64,
     pub current_job: String,
     pub current_kind: String,
+    /// Taking no partitions now: its stages kept failing on device faults.
+    pub quarantined: bool,
 }
 
 /// Jobs of one kind and priority.
@@ -140,6 +142,7 @@ impl Core {
                     vram_free_bytes: free as u64,
                     current_kind: kind_of(&current_job),
                     current_job,
+                    quarantined: status.quarantined_devices.contains(&d),
                 }
             })
             .collect();

@@ -35,6 +35,7 @@ pub struct RuntimeBuilder<T> {
     observers: Observers,
     aging: Duration,
     express: bool,
+    quarantine: super::Quarantine,
 }
 
 /// What resolving found for each node, and the pooled resources.
@@ -63,7 +64,15 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             observers: Observers::default(),
             aging: DEFAULT_AGING,
             express: true,
+            quarantine: super::Quarantine::default(),
         }
+    }
+
+    /// When a device whose stages keep faulting stops taking partitions
+    /// (see `Quarantine`).
+    pub fn quarantine(mut self, policy: super::Quarantine) -> Self {
+        self.quarantine = policy;
+        self
     }
 
     /// Whether every node keeps an express worker for CRITICAL items (on
@@ -222,6 +231,7 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                 .express
                 .then(|| self.pools.get(crate::pool::EXPRESS))
                 .flatten(),
+            health: super::health::DeviceHealth::new(self.devices, self.quarantine),
         });
         let mut tasks = spawn_workers(&handle, &shared, &tx, self.express);
         // Only workers hold the senders of inner edges now, and the source

@@ -8,6 +8,7 @@
 
 mod build;
 mod envelope;
+mod health;
 mod source;
 mod status;
 mod worker;
@@ -31,6 +32,7 @@ use crate::stage::Stage;
 
 pub use build::RuntimeBuilder;
 use envelope::Envelope;
+pub use health::Quarantine;
 use source::Source;
 pub use status::{NodeStatus, Status};
 
@@ -83,6 +85,7 @@ struct Shared<T> {
     source: Arc<Source<T>>,
     /// Where express workers run their stages (None: their node's pool).
     express_pool: Option<Arc<rayon::ThreadPool>>,
+    health: health::DeviceHealth,
 }
 
 impl<T: 'static> Shared<T> {

@@ -42,6 +42,8 @@ pub struct Status {
     pub arenas: Option<ArenaStats>,
     /// Device lease pools, by resource and device.
     pub leases: Vec<LeaseStats>,
+    /// Devices taking no partitions now: their stages kept faulting.
+    pub quarantined_devices: Vec<usize>,
 }
 
 pub(super) fn of<T: 'static>(s: &Shared<T>) -> Status {
@@ -78,5 +80,6 @@ pub(super) fn of<T: 'static>(s: &Shared<T>) -> Status {
             .collect(),
         arenas: s.arenas.as_ref().map(ArenaPool::stats),
         leases,
+        quarantined_devices: s.health.quarantined(),
     }
 }

@@ -93,6 +93,7 @@ impl<T: Send + 'static> Worker<T> {
             arena.is_some_and(|a| spec.takes.iter().any(|t| t == a))
         });
         loop {
+            self.sit_out_quarantine().await;
             // A node that takes arenas takes one before it picks an item, not
             // after: a worker that picked a PoRep partition and then waited
             // for an arena would hold it while a WinningPoSt that came later
@@ -211,6 +212,23 @@ impl<T: Send + 'static> Worker<T> {
             return None;
         }
         Some(Acquired { env, held, passes })
+    }
+
+    /// Where partitions are bound to a device (the first node of a run of
+    /// per-device nodes), a worker of a quarantined device picks nothing
+    /// until the device's cooldown ends or the engine shuts down. Workers
+    /// further on drain the partitions already bound to it.
+    async fn sit_out_quarantine(&self) {
+        let Some(device) = self.device else { return };
+        if self.shared.nodes[self.node].retry_at != Some(self.node) {
+            return;
+        }
+        while let Some(left) = self.shared.health.quarantined_for(device) {
+            if self.shared.source.is_closed() {
+                return;
+            }
+            tokio::time::sleep(left.min(Duration::from_millis(500))).await;
+        }
     }
 
     /// Releases what the stage held, except that a CRITICAL item keeps the
@@ -465,6 +483,9 @@ impl<T: Send + 'static> Worker<T> {
                 ..
             } => {
                 stats.done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if let Some(device) = self.device {
+                    shared.health.ok(device);
+                }
                 env.timings.push(StageTiming {
                     node: Arc::from(rt.spec.name.as_str()),
                     role: rt.spec.role,
@@ -516,6 +537,9 @@ impl<T: Send + 'static> Worker<T> {
         let rt = &shared.nodes[self.node];
         let here = self.here(env.device);
         let (job, partition) = (env.job.id, Some(env.partition));
+        if let Some(fault) = error.downcast_ref::<DeviceFault>() {
+            shared.health.fault(fault.device, message);
+        }
         if error.is::<Cancelled>() || env.job.is_cancelled() {
             shared.observers.emit(job, partition, dropped(here, &env));
         } else if let Some(fault) = error.downcast_ref::<DeviceFault>()
