@@ -215,52 +215,47 @@ impl<E> Edge<E> {
     /// The next item by (aged) priority; `None` once the edge is empty and
     /// every sender is gone.
     pub(crate) async fn recv(&self) -> Option<E> {
-        loop {
-            let items = self.inner.items.notified();
-            tokio::pin!(items);
-            items.as_mut().enable();
-            {
-                let mut state = self.inner.state.lock().unwrap();
-                if let Some(level) = state.best(Instant::now(), self.inner.aging) {
-                    let (_, item) = state.levels[level].pop_front().expect("non-empty level");
-                    state.len -= 1;
-                    drop(state);
-                    self.inner.room.notify_one();
-                    return Some(item);
-                }
-                if state.senders == 0 {
-                    return None;
-                }
-            }
-            items.await;
-        }
+        let aging = self.inner.aging;
+        self.recv_from(&self.inner.items, |state| state.best(Instant::now(), aging))
+            .await
     }
 
-    /// The next CRITICAL item (an express worker's); `None` once the edge
-    /// is empty and every sender is gone.
+    /// The next CRITICAL item (an express worker's); `None` once no sender
+    /// is left (no CRITICAL item can come any more).
     pub(crate) async fn recv_express(&self) -> Option<E> {
+        self.recv_from(&self.inner.express, |state| {
+            (CRITICAL..LEVELS)
+                .rev()
+                .find(|&l| !state.levels[l].is_empty())
+        })
+        .await
+    }
+
+    /// Takes the front of the level `pick` names, waking on `wake` until
+    /// it names one; `None` once it names none and no sender is left.
+    async fn recv_from(
+        &self,
+        wake: &Notify,
+        pick: impl Fn(&State<E>) -> Option<usize>,
+    ) -> Option<E> {
         loop {
-            let express = self.inner.express.notified();
-            tokio::pin!(express);
-            express.as_mut().enable();
+            let woken = wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             {
                 let mut state = self.inner.state.lock().unwrap();
-                let level = (CRITICAL..LEVELS)
-                    .rev()
-                    .find(|&l| !state.levels[l].is_empty());
-                if let Some(level) = level {
+                if let Some(level) = pick(&state) {
                     let (_, item) = state.levels[level].pop_front().expect("non-empty level");
                     state.len -= 1;
                     drop(state);
                     self.inner.room.notify_one();
                     return Some(item);
                 }
-                // No sender left: no CRITICAL item can come any more.
                 if state.senders == 0 {
                     return None;
                 }
             }
-            express.await;
+            woken.await;
         }
     }
 
