@@ -13,7 +13,7 @@
 //! CRITICAL items travel an express lane: an edge takes them even when it is
 //! full (so a WinningPoSt is never held behind the PoRep partitions that
 //! fill it), and each node keeps an express worker that only takes them
-//! ([`Edge::recv_express`]), so one is free even while every other worker
+//! ([`Edge::recv`] with `express_only`), so one is free even while every other worker
 //! waits, with a finished PoRep partition, for room downstream.
 
 use std::collections::VecDeque;
@@ -149,9 +149,15 @@ impl<E: Prioritised> EdgeSender<E> {
         }
     }
 
-    /// Room for a normal item (CRITICAL ones need none).
+    /// Room for a normal item.
     fn has_room(&self, state: &State<E>) -> bool {
         self.inner.capacity.is_none_or(|c| state.len < c)
+    }
+
+    /// Whether `item` may go in now: a CRITICAL one always, others while
+    /// there is room.
+    fn admits(&self, state: &State<E>, item: &E) -> bool {
+        item.is_critical() || self.has_room(state)
     }
 
     /// Whether the edge is full for normal items now.
@@ -172,8 +178,7 @@ impl<E: Prioritised> EdgeSender<E> {
                 if state.receivers == 0 {
                     return Err(item.take().expect("kept until sent"));
                 }
-                let critical = item.as_ref().is_some_and(|i| i.is_critical());
-                if critical || self.has_room(&state) {
+                if self.admits(&state, item.as_ref().expect("kept until sent")) {
                     self.push(&mut state, item.take().expect("kept until sent"));
                     return Ok(());
                 }
@@ -186,7 +191,7 @@ impl<E: Prioritised> EdgeSender<E> {
     /// the item back.
     pub(crate) fn try_send(&self, item: E) -> Result<(), E> {
         let mut state = self.inner.state.lock().unwrap();
-        if state.receivers == 0 || !(item.is_critical() || self.has_room(&state)) {
+        if state.receivers == 0 || !self.admits(&state, &item) {
             return Err(item);
         }
         self.push(&mut state, item);
@@ -213,22 +218,22 @@ impl<E: Prioritised> EdgeSender<E> {
 
 impl<E> Edge<E> {
     /// The next item by (aged) priority; `None` once the edge is empty and
-    /// every sender is gone.
-    pub(crate) async fn recv(&self) -> Option<E> {
+    /// every sender is gone. With `express_only` (an express worker's), the
+    /// next CRITICAL item, and `None` once no sender is left (no CRITICAL
+    /// item can come any more).
+    pub(crate) async fn recv(&self, express_only: bool) -> Option<E> {
+        if express_only {
+            return self
+                .recv_from(&self.inner.express, |state| {
+                    (CRITICAL..LEVELS)
+                        .rev()
+                        .find(|&l| !state.levels[l].is_empty())
+                })
+                .await;
+        }
         let aging = self.inner.aging;
         self.recv_from(&self.inner.items, |state| state.best(Instant::now(), aging))
             .await
-    }
-
-    /// The next CRITICAL item (an express worker's); `None` once no sender
-    /// is left (no CRITICAL item can come any more).
-    pub(crate) async fn recv_express(&self) -> Option<E> {
-        self.recv_from(&self.inner.express, |state| {
-            (CRITICAL..LEVELS)
-                .rev()
-                .find(|&l| !state.levels[l].is_empty())
-        })
-        .await
     }
 
     /// Takes the front of the level `pick` names, waking on `wake` until
@@ -327,7 +332,7 @@ mod tests {
         }
         let mut got = vec![];
         for _ in 0..5 {
-            got.push(rx.recv().await.unwrap().1);
+            got.push(rx.recv(false).await.unwrap().1);
         }
         assert_eq!(got, [1, 3, 0, 2, 4]);
     }
@@ -342,13 +347,13 @@ mod tests {
         let blocked = tokio::spawn(async move { tx2.send(P(0, 2)).await });
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!blocked.is_finished(), "a full edge holds its sender");
-        assert_eq!(rx.recv().await.unwrap().1, 0);
+        assert_eq!(rx.recv(false).await.unwrap().1, 0);
         blocked.await.unwrap().unwrap();
         drop(tx);
         assert_eq!(rx.len(), 2);
-        assert_eq!(rx.recv().await.unwrap().1, 1);
-        assert_eq!(rx.recv().await.unwrap().1, 2);
-        assert!(rx.recv().await.is_none(), "closed once drained");
+        assert_eq!(rx.recv(false).await.unwrap().1, 1);
+        assert_eq!(rx.recv(false).await.unwrap().1, 2);
+        assert!(rx.recv(false).await.is_none(), "closed once drained");
     }
 
     #[tokio::test]
@@ -358,8 +363,12 @@ mod tests {
         // Waiting 50 ms is five levels of aging: more than the gap to 3.
         tokio::time::sleep(Duration::from_millis(50)).await;
         tx.send(P(3, 1)).await.unwrap();
-        assert_eq!(rx.recv().await.unwrap().1, 0, "the old low item goes first");
-        assert_eq!(rx.recv().await.unwrap().1, 1);
+        assert_eq!(
+            rx.recv(false).await.unwrap().1,
+            0,
+            "the old low item goes first"
+        );
+        assert_eq!(rx.recv(false).await.unwrap().1, 1);
     }
 
     #[tokio::test]
@@ -371,12 +380,12 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(300)).await;
         tx.send(P(CRITICAL as u8, 2)).await.unwrap();
         tx.send(P(3, 3)).await.unwrap();
-        assert_eq!(rx.recv().await.unwrap().1, 2, "CRITICAL first");
+        assert_eq!(rx.recv(false).await.unwrap().1, 2, "CRITICAL first");
         // The aged items, level with each other at the ceiling, go in
         // level order, and both before the fresh HIGH one.
-        assert_eq!(rx.recv().await.unwrap().1, 1);
-        assert_eq!(rx.recv().await.unwrap().1, 0);
-        assert_eq!(rx.recv().await.unwrap().1, 3);
+        assert_eq!(rx.recv(false).await.unwrap().1, 1);
+        assert_eq!(rx.recv(false).await.unwrap().1, 0);
+        assert_eq!(rx.recv(false).await.unwrap().1, 3);
         let capped = aged_priority(1, Duration::from_secs(3600), Duration::from_secs(1));
         assert!(capped < CRITICAL as f64 && capped > 3.0, "{capped}");
     }

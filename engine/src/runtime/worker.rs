@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::edge::Edge;
+use crate::edge::{Edge, Prioritised};
 use crate::graph::ResourceKind;
 use crate::job::{JobError, PartitionOutput, StageTiming};
 use crate::observer::{DeviceSpan, DropReason, EventKind, NodeRef, Wait};
@@ -106,19 +106,14 @@ impl<T: Send + 'static> Worker<T> {
             };
             // Partitions another device failed come first; the chain's input
             // closing (shutdown) ends the worker.
-            let next = match (&retries, self.express) {
-                (Some(retries), false) => tokio::select! {
+            let express = self.express;
+            let next = match &retries {
+                Some(retries) => tokio::select! {
                     biased;
-                    Some(env) = retries.recv() => Some(env),
-                    r = input.recv() => r,
+                    Some(env) = retries.recv(express) => Some(env),
+                    r = input.recv(express) => r,
                 },
-                (Some(retries), true) => tokio::select! {
-                    biased;
-                    Some(env) = retries.recv_express() => Some(env),
-                    r = input.recv_express() => r,
-                },
-                (None, false) => input.recv().await,
-                (None, true) => input.recv_express().await,
+                None => input.recv(express).await,
             };
             let Some(mut env) = next else { break };
             // An item that already carries an arena gives the reserved one back.
@@ -240,7 +235,7 @@ impl<T: Send + 'static> Worker<T> {
         let shared = &self.shared;
         let node = &shared.nodes[self.node];
         let next = node.next.map(|n| &shared.nodes[n].spec);
-        let critical = usize::from(env.job.priority) >= crate::edge::CRITICAL;
+        let critical = env.is_critical();
         for (name, h) in node.spec.holds.iter().zip(held) {
             if critical && next.is_some_and(|n| n.holds.contains(name)) {
                 env.kept.push((name.clone(), env.device, h));
