@@ -22,6 +22,7 @@ pub mod pce;
 pub mod prep;
 pub mod query;
 pub mod scalars;
+pub mod setup;
 pub mod shape;
 pub mod srs;
 pub mod synth;

@@ -89,8 +89,9 @@ pub enum Codes<'a> {
 }
 
 impl Codes<'_> {
+    /// The code of term `i`.
     #[inline]
-    fn get(&self, i: usize) -> u32 {
+    pub fn get(&self, i: usize) -> u32 {
         match self {
             Codes::Narrow(c) => u32::from(c[i]),
             Codes::Wide(c) => c[i],

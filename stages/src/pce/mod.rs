@@ -13,7 +13,7 @@
 //! Recordings live in memory and on disk beside the parameters, read back
 //! through a memory map.
 
-mod matrix;
+pub mod matrix;
 mod record;
 pub mod store;
 mod witness;
