@@ -110,7 +110,13 @@ fn child(side: &str, s: &Setup) {
 fn ensure_params(path: &Path, workload: Workload, log_size: u32) {
     if !path.is_file() {
         eprintln!("generating parameters {} (first run)", path.display());
-        cuzk::params::generate(workload, log_size, path).unwrap();
+        cuzk::params::generate(
+            workload,
+            log_size,
+            path,
+            cuzk::stages::setup::Device::auto(),
+        )
+        .unwrap();
     }
 }
 

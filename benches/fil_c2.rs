@@ -123,7 +123,13 @@ fn main() {
     )
     .unwrap();
     params::use_cache(Some(&cache())).unwrap();
-    for g in params::generate(&[ProofKind::Porep], size).unwrap() {
+    for g in params::generate(
+        &[ProofKind::Porep],
+        size,
+        cuzk::stages::setup::Device::auto(),
+    )
+    .unwrap()
+    {
         if let Some(t) = g.took {
             println!("generated PoRep parameters in {:.0} s", t.as_secs_f64());
         }

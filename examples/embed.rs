@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use bellperson::groth16::generate_random_parameters;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
-use blstrs::{Bls12, Scalar};
+use blstrs::Scalar;
 use cuzk::config::Config;
 use cuzk::stages::Srs;
+use cuzk::stages::setup::{Toxic, generate_parameters};
 use cuzk::{Engine, Job};
 use ff::Field;
 
@@ -58,11 +58,10 @@ impl Circuit<Scalar> for RepeatedSquaring {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let rounds = 1000;
-    // A host would load a parameter file with `Srs::read`; here we make one.
-    let params = generate_random_parameters::<Bls12, _, _>(
-        RepeatedSquaring { rounds, x: None },
-        &mut rand::rngs::OsRng,
-    )?;
+    // A host would load a parameter file with `Srs::read`; here we make one
+    // (test parameters from this process's randomness).
+    let toxic = Toxic::random(&mut rand::rngs::OsRng);
+    let params = generate_parameters(RepeatedSquaring { rounds, x: None }, &toxic)?;
     let srs = Arc::new(Srs::from_parameters(params));
 
     let engine = Engine::from_config(Config::default())?;

@@ -13,9 +13,10 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     "cuda/memory.cu",
     "cuda/fixed_msm.cu",
+    "cuda/fixed_base.cu",
     "cuda/ntt.cu",
     "cuda/msm.cu",
     "cuda/pce.cu",

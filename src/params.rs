@@ -6,18 +6,33 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use cuzk_stages::setup::{Device, Toxic};
 use cuzk_stages::{Srs, Workload};
-use rand::RngCore;
 
 /// The file name a workload's parameters are cached under.
 pub fn file_name(workload: Workload, log_size: u32) -> String {
     format!("{}-k{log_size}.params", workload.name())
 }
 
-/// Generates parameters for `workload` at 2^log_size and writes them to `path`.
-pub fn generate(workload: Workload, log_size: u32, path: &Path) -> anyhow::Result<Duration> {
+/// Generates parameters for `workload` at 2^log_size (cuzk's setup, from
+/// fresh secrets, the generators' multiples on `device`) and writes them to
+/// `path`.
+pub fn generate(
+    workload: Workload,
+    log_size: u32,
+    path: &Path,
+    device: Device,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let params = workload.generate_parameters(log_size, rand::rngs::OsRng.next_u64())?;
+    workload.check_log_size(log_size)?;
+    let toxic = Toxic::random(&mut rand::rngs::OsRng);
+    let (params, _) = cuzk_stages::setup::generate_timed(workload.blank(log_size), &toxic, device)
+        .with_context(|| {
+            format!(
+                "generating parameters for {} at 2^{log_size}",
+                workload.name()
+            )
+        })?;
     Srs::write_parameters(&params, path)?;
     Ok(started.elapsed())
 }
@@ -30,7 +45,7 @@ pub enum Provenance {
 }
 
 /// The cached parameter file of `workload` at 2^log_size in `dir`,
-/// generated first if it is not there.
+/// generated first if it is not there (on a usable GPU, else the CPU).
 pub fn ensure(
     dir: &Path,
     workload: Workload,
@@ -42,7 +57,7 @@ pub fn ensure(
         return Ok((path, Provenance::Cached));
     }
     tracing::info!(path = %path.display(), "generating parameters (first use)");
-    let took = generate(workload, log_size, &path)?;
+    let took = generate(workload, log_size, &path, Device::auto())?;
     Ok((path, Provenance::Generated(took)))
 }
 

@@ -10,11 +10,17 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use bellperson::Circuit;
+use blstrs::Scalar;
+use cuzk_stages::setup::{Device, Toxic};
 use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStConfig, PoStType, with_shape};
 use filecoin_proofs_api::ApiVersion;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::{CacheableParameters, parameter_id};
+use storage_proofs_core::parameter_cache::{
+    CacheableParameters, parameter_cache_params_path, parameter_cache_verifying_key_path,
+    parameter_id,
+};
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 use storage_proofs_update::constants::TreeRHasher;
@@ -139,17 +145,60 @@ pub fn require(kind: ProofKind, sector_size: u64) -> Result<PathBuf, FilError> {
     Ok(path)
 }
 
-fn gen_porep<Tree: 'static + MerkleTreeTrait>(cfg: PoRepConfig) -> anyhow::Result<()> {
+fn gen_porep<Tree: 'static + MerkleTreeTrait>(
+    cfg: PoRepConfig,
+    device: Device,
+) -> anyhow::Result<()> {
     type C<T> = StackedCompound<T, DefaultPieceHasher>;
     let pp = filecoin_proofs::parameters::public_params::<Tree>(&cfg)?;
     let blank = <C<Tree> as CompoundProof<
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
     >>::blank_circuit(&pp);
-    let mut rng = rand::rngs::OsRng;
     <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_param_metadata(blank.clone(), &pp)?;
-    <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_groth_params(Some(&mut rng), blank.clone(), &pp)?;
-    <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_verifying_key(Some(&mut rng), blank, &pp)?;
+    let id = <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&pp);
+    write_generated(&id, blank, device)
+}
+
+/// Makes parameters for `blank` with cuzk's setup from fresh secrets (the
+/// generators' multiples on `device`) and writes Filecoin's `.params` and `.vk` for the cache identifier `id`.
+fn write_generated<C: Circuit<Scalar>>(id: &str, blank: C, device: Device) -> anyhow::Result<()> {
+    let toxic = Toxic::random(&mut rand::rngs::OsRng);
+    let (params, times) = cuzk_stages::setup::generate_timed(blank, &toxic, device)?;
+    tracing::info!(
+        id,
+        record_s = times.record.as_secs_f64(),
+        evaluate_s = times.evaluate.as_secs_f64(),
+        g1_s = times.g1.as_secs_f64(),
+        g2_s = times.g2.as_secs_f64(),
+        "parameters generated"
+    );
+    write_durably(&parameter_cache_params_path(id), |f| params.write(f))?;
+    write_durably(&parameter_cache_verifying_key_path(id), |f| {
+        params.vk.write(f)
+    })?;
+    Ok(())
+}
+
+/// Writes `path` through a temporary file, synced and renamed over, so a
+/// run cut short leaves no partial file under Filecoin's name.
+fn write_durably(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::with_capacity(8 << 20, std::fs::File::create(&tmp)?);
+        write(&mut f)?;
+        f.flush()?;
+        f.get_ref().sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::bail!("writing {}: {e}", path.display());
+    }
     Ok(())
 }
 
@@ -171,29 +220,26 @@ pub(crate) fn blank_post<Tree: 'static + MerkleTreeTrait>(
     Ok((blank, pp))
 }
 
-fn gen_post<Tree: 'static + MerkleTreeTrait>(cfg: PoStConfig) -> anyhow::Result<()> {
+fn gen_post<Tree: 'static + MerkleTreeTrait>(
+    cfg: PoStConfig,
+    device: Device,
+) -> anyhow::Result<()> {
     let (blank, pp) = blank_post::<Tree>(&cfg)?;
-    let mut rng = rand::rngs::OsRng;
     <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_param_metadata(blank.clone(), &pp)?;
-    <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_groth_params(Some(&mut rng), blank.clone(), &pp)?;
-    <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_verifying_key(Some(&mut rng), blank, &pp)?;
-    Ok(())
+    let id = <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(&pp);
+    write_generated(&id, blank, device)
 }
 
 fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     sector_size: u64,
+    device: Device,
 ) -> anyhow::Result<()> {
     let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
-    let mut rng = rand::rngs::OsRng;
-    <EmptySectorUpdateCompound<Tree> as CompoundProof<
+    let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<
         EmptySectorUpdate<Tree>,
         EmptySectorUpdateCircuit<Tree>,
-    >>::groth_params(Some(&mut rng), &pp)?;
-    <EmptySectorUpdateCompound<Tree> as CompoundProof<
-        EmptySectorUpdate<Tree>,
-        EmptySectorUpdateCircuit<Tree>,
-    >>::verifying_key(Some(&mut rng), &pp)?;
-    Ok(())
+    >>::blank_circuit(&pp);
+    write_generated(&update_id::<Tree>(sector_size)?, blank, device)
 }
 
 /// What generating one kind's parameters did.
@@ -210,10 +256,16 @@ pub struct Generated {
 pub const LOCAL_NOTE: &str = "LOCALLY-GENERATED.txt";
 
 /// Generates (test) parameters for `kinds` at `sector_size` into the cache
-/// directory, skipping files already there. They carry Filecoin's file names
+/// directory with cuzk's setup (`cuzk_stages::setup`, bellperson's
+/// parameters from the same secrets, several times faster), skipping files
+/// already there. They carry Filecoin's file names
 /// but come from this machine's randomness, not the published ceremony:
 /// keep them in a directory of their own (a note saying so is written there).
-pub fn generate(kinds: &[ProofKind], sector_size: u64) -> Result<Vec<Generated>, FilError> {
+pub fn generate(
+    kinds: &[ProofKind],
+    sector_size: u64,
+    device: Device,
+) -> Result<Vec<Generated>, FilError> {
     let dir = cache_dir();
     std::fs::create_dir_all(&dir)
         .map_err(|e| FilError::Other(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
@@ -234,12 +286,15 @@ pub fn generate(kinds: &[ProofKind], sector_size: u64) -> Result<Vec<Generated>,
             tracing::info!(%kind, path = %path.display(), "generating parameters");
             match kind {
                 ProofKind::Porep => {
-                    with_shape!(sector_size, gen_porep, porep_config(sector_size)?)?
+                    with_shape!(sector_size, gen_porep, porep_config(sector_size)?, device)?
                 }
-                ProofKind::WindowPost | ProofKind::WinningPost => {
-                    with_shape!(sector_size, gen_post, post_config(kind, sector_size)?)?
-                }
-                ProofKind::Snap => with_shape!(sector_size, gen_update, sector_size)?,
+                ProofKind::WindowPost | ProofKind::WinningPost => with_shape!(
+                    sector_size,
+                    gen_post,
+                    post_config(kind, sector_size)?,
+                    device
+                )?,
+                ProofKind::Snap => with_shape!(sector_size, gen_update, sector_size, device)?,
             }
         }
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -251,4 +306,50 @@ pub fn generate(kinds: &[ProofKind], sector_size: u64) -> Result<Vec<Generated>,
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blstrs::Bls12;
+    use filecoin_proofs::SectorShape2KiB;
+    use rand::SeedableRng;
+
+    /// Ours and bellperson's parameter files from the same secrets.
+    fn assert_same_as_bellperson<C: Circuit<Scalar> + Clone>(blank: C) {
+        let t = Toxic::random(&mut rand::rngs::StdRng::seed_from_u64(28));
+        let ours = cuzk_stages::setup::generate_parameters(blank.clone(), &t).unwrap();
+        let theirs = bellperson::groth16::generate_parameters::<Bls12, _>(
+            blank, t.g1, t.g2, t.alpha, t.beta, t.gamma, t.delta, t.tau,
+        )
+        .unwrap();
+        let bytes = |p: &bellperson::groth16::Parameters<Bls12>| {
+            let mut out = vec![];
+            p.write(&mut out).unwrap();
+            out
+        };
+        assert_eq!(ours.vk, theirs.vk, "verifying keys");
+        assert!(bytes(&ours) == bytes(&theirs), "parameter files differ");
+    }
+
+    #[test]
+    fn window_post_parameters_at_2kib_equal_bellpersons() {
+        let cfg = post_config(ProofKind::WindowPost, 2048).unwrap();
+        assert_same_as_bellperson(blank_post::<SectorShape2KiB>(&cfg).unwrap().0);
+    }
+
+    #[test]
+    #[ignore = "bellperson takes ~6 minutes on 2 cores: cargo test -p cuzk-filecoin -- --ignored"]
+    fn porep_parameters_at_2kib_equal_bellpersons() {
+        type C = StackedCompound<SectorShape2KiB, DefaultPieceHasher>;
+        let pp = filecoin_proofs::parameters::public_params::<SectorShape2KiB>(
+            &porep_config(2048).unwrap(),
+        )
+        .unwrap();
+        let blank = <C as CompoundProof<
+            StackedDrg<'_, SectorShape2KiB, DefaultPieceHasher>,
+            StackedCircuit<SectorShape2KiB, DefaultPieceHasher>,
+        >>::blank_circuit(&pp);
+        assert_same_as_bellperson(blank);
+    }
 }

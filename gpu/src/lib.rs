@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod fixed;
+pub mod fixed_base;
 pub mod ops;
 pub mod vram;
 

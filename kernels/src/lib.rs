@@ -101,6 +101,21 @@ pub struct MsmTable {
     pub copies: u32,
 }
 
+/// The arguments of a fixed-base multiplication (`cuzk_g1_fixed_base_mul`,
+/// `cuzk_g2_fixed_base_mul`): device pointers to the table (affine points,
+/// `windows` rows of 2^(window−1) multiples `d·2^(window·j)·G`), to `n`
+/// scalars in Montgomery form and to `n` XYZZ points out.
+#[repr(C)]
+pub struct FixedBaseArgs {
+    pub table: *const c_void,
+    pub scalars: *const Fr,
+    pub out: *mut c_void,
+    pub n: u64,
+    pub window: u32,
+    /// ⌈256 / window⌉.
+    pub windows: u32,
+}
+
 macro_rules! kernels {
     ($( $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
         #[cfg(cuzk_kernels)]
@@ -191,6 +206,10 @@ kernels! {
     fn cuzk_g1_msm_fixed(device: i32, stream: *mut c_void, table: *const MsmTable, base_off: u64, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, max_entries: usize, out: *mut c_void);
     fn cuzk_g2_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
     fn cuzk_g2_msm_fixed(device: i32, stream: *mut c_void, table: *const MsmTable, base_off: u64, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, max_entries: usize, out: *mut c_void);
+    /// G1: out[k] = scalars[k]·G over a fixed-base table, on `stream` (XYZZ out).
+    fn cuzk_g1_fixed_base_mul(device: i32, stream: *mut c_void, args: *const FixedBaseArgs);
+    /// G2: as `cuzk_g1_fixed_base_mul`.
+    fn cuzk_g2_fixed_base_mul(device: i32, stream: *mut c_void, args: *const FixedBaseArgs);
 }
 
 // Keep the blst dependency linked: sppark's host-side types call into it.

@@ -12,6 +12,7 @@ use cuzk::config::Loaded;
 use cuzk::filecoin::fixtures::Meta;
 use cuzk::filecoin::ids::{self, from_hex, sector_size_name};
 use cuzk::filecoin::{FilJob, ProofKind, params, porep, post, snap};
+use cuzk::stages::setup::Device;
 
 #[derive(clap::Subcommand)]
 pub enum Action {
@@ -26,6 +27,10 @@ pub enum Action {
         /// The parameter cache to write (default: `fil.parameter_cache`).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Where the generators' multiples are computed: auto (a usable
+        /// GPU, else the CPU), gpu or cpu.
+        #[arg(long, default_value = "auto")]
+        device: String,
     },
     /// Seal random sectors and write every input a host sends (C1 output and
     /// curio's wrapper, PoSt and SnapDeals vanilla proofs) and meta.json.
@@ -397,15 +402,17 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
             sector_size,
             kinds: k,
             dir,
+            device,
         } => {
+            let device = Device::parse(&device).map_err(anyhow::Error::msg)?;
             let dir = use_cache(&loaded, dir.as_deref())?;
             let size = ids::sector_size(&sector_size)?;
             println!(
-                "generating {} parameters into {} (locally generated from this machine's randomness: test parameters, not Filecoin's published ones)",
+                "generating {} parameters into {} on {device} (locally generated from this machine's randomness: test parameters, not Filecoin's published ones)",
                 sector_size_name(size),
                 dir.display()
             );
-            for g in params::generate(&kinds(&k)?, size)? {
+            for g in params::generate(&kinds(&k)?, size, device)? {
                 let how = match g.took {
                     Some(t) => format!("generated in {:.1} s", t.as_secs_f64()),
                     None => "already there".into(),

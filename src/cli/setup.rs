@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use cuzk::params;
 use cuzk::stages::Workload;
+use cuzk::stages::setup::Device;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -17,16 +18,21 @@ pub struct Args {
     /// Directory to write the parameter file into.
     #[arg(long)]
     out: PathBuf,
+    /// Where the generators' multiples are computed: auto (a usable GPU,
+    /// else the CPU), gpu or cpu. The parameters are the same either way.
+    #[arg(long, default_value = "auto")]
+    device: String,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workload = Workload::parse(&args.workload)?;
     workload.check_log_size(args.log_size)?;
     let path = args.out.join(params::file_name(workload, args.log_size));
-    let took = params::generate(workload, args.log_size, &path)?;
+    let device = Device::parse(&args.device).map_err(anyhow::Error::msg)?;
+    let took = params::generate(workload, args.log_size, &path, device)?;
     let size = std::fs::metadata(&path)?.len();
     println!(
-        "wrote {} ({}, {} at 2^{}) in {:.1} s",
+        "wrote {} ({}, {} at 2^{}) in {:.1} s on {device} (test parameters from this machine's randomness)",
         path.display(),
         cuzk::report::mib(size),
         workload.describe(args.log_size),

@@ -157,3 +157,64 @@ fn an_unconstrained_variable_is_named() {
     };
     assert!(matches!(err, SetupError::Unconstrained { var: 1 }), "{err}");
 }
+
+/// The device's multiples against the CPU's, for every window the setup
+/// picks at these sizes, G1 and G2, and whole parameter files from both.
+#[test]
+fn gpu_setup_equals_cpu_setup() {
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+    use cuzk_stages::setup::{Device, FixedBase, generate_timed};
+    use group::Group;
+    use group::prime::PrimeCurveAffine;
+    let device = match cuzk_gpu::device::usable_device() {
+        Ok(d) => d.ordinal as i32,
+        Err(why) => {
+            eprintln!("skipping GPU test: {why}");
+            return;
+        }
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut scalars: Vec<Scalar> = (0..5000).map(|_| Scalar::random(&mut rng)).collect();
+    scalars.extend([
+        Scalar::ZERO,
+        Scalar::ONE,
+        -Scalar::ONE,
+        Scalar::from(2u64).pow_vartime([254]),
+    ]);
+    for window in [2, 7, 12, 16] {
+        let t1 = FixedBase::with_window(G1Projective::random(&mut rng), window);
+        let (mut gpu, mut cpu) = (
+            vec![G1Affine::identity(); scalars.len()],
+            vec![G1Affine::identity(); scalars.len()],
+        );
+        cuzk_gpu::fixed_base::fixed_base_mul::<cuzk_gpu::fixed_base::G1>(
+            device,
+            t1.table(),
+            window,
+            &scalars,
+            &mut gpu,
+        )
+        .expect("G1 on the device");
+        t1.mul_many_on_cpu(&scalars, &mut cpu);
+        assert!(gpu == cpu, "G1 multiples differ at window {window}");
+        let t2 = FixedBase::with_window(G2Projective::random(&mut rng), window);
+        let (mut gpu, mut cpu) = (
+            vec![G2Affine::identity(); scalars.len()],
+            vec![G2Affine::identity(); scalars.len()],
+        );
+        cuzk_gpu::fixed_base::fixed_base_mul::<cuzk_gpu::fixed_base::G2>(
+            device,
+            t2.table(),
+            window,
+            &scalars,
+            &mut gpu,
+        )
+        .expect("G2 on the device");
+        t2.mul_many_on_cpu(&scalars, &mut cpu);
+        assert!(gpu == cpu, "G2 multiples differ at window {window}");
+    }
+    let t = toxic(3);
+    let (on_gpu, _) = generate_timed(Workload::Sha256.blank(16), &t, Device::Gpu(device as usize)).unwrap();
+    let (on_cpu, _) = generate_timed(Workload::Sha256.blank(16), &t, Device::Cpu).unwrap();
+    assert_same(&on_gpu, &on_cpu, "sha256 2^16 on the GPU");
+}

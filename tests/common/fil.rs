@@ -25,7 +25,9 @@ pub fn fixtures() -> &'static (Meta, PathBuf) {
     static F: OnceLock<(Meta, PathBuf)> = OnceLock::new();
     F.get_or_init(|| {
         params::use_cache(Some(&param_cache())).unwrap();
-        for g in params::generate(&ProofKind::ALL, SIZE).unwrap() {
+        for g in
+            params::generate(&ProofKind::ALL, SIZE, cuzk::stages::setup::Device::auto()).unwrap()
+        {
             if let Some(t) = g.took {
                 eprintln!(
                     "generated {} parameters in {:.0} s",

@@ -9,10 +9,67 @@
 
 use std::ops::Neg;
 
-use blstrs::Scalar;
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cuzk_gpu::fixed_base::{self as gpu, FixedBaseCurve};
 use ff::PrimeField;
 use group::prime::{PrimeCurve, PrimeCurveAffine};
 use rayon::prelude::*;
+
+/// Where the multiples are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    Cpu,
+    /// The CUDA device of this ordinal (the CPU if it fails, with a warning).
+    Gpu(usize),
+}
+
+impl Device {
+    /// The first GPU that runs this binary's kernels, else the CPU.
+    pub fn auto() -> Self {
+        match cuzk_gpu::device::usable_device() {
+            Ok(d) => Self::Gpu(d.ordinal),
+            Err(_) => Self::Cpu,
+        }
+    }
+
+    /// `cpu`, `gpu` (the first usable GPU, or why there is none) or `auto`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "cpu" => Ok(Self::Cpu),
+            "auto" => Ok(Self::auto()),
+            "gpu" => cuzk_gpu::device::usable_device()
+                .map(|d| Self::Gpu(d.ordinal))
+                .map_err(|why| format!("--device gpu: {why}")),
+            other => Err(format!("--device {other}: expected cpu, gpu or auto")),
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => write!(f, "the CPU"),
+            Self::Gpu(d) => write!(f, "GPU {d}"),
+        }
+    }
+}
+
+/// A group the setup multiplies in: G1 or G2.
+pub trait SetupCurve: PrimeCurve + Send + Sync
+where
+    Self::Affine: Send + Sync,
+{
+    /// The device's kernels for this group.
+    type Gpu: FixedBaseCurve<Affine = Self::Affine>;
+}
+
+impl SetupCurve for G1Projective {
+    type Gpu = gpu::G1;
+}
+
+impl SetupCurve for G2Projective {
+    type Gpu = gpu::G2;
+}
 
 /// Scalars per parallel task: enough to amortise a batch normalisation's
 /// one inversion, few enough to spread over the cores.
@@ -44,7 +101,7 @@ fn windows(w: u32) -> usize {
 
 impl<G> FixedBase<G>
 where
-    G: PrimeCurve + Send + Sync,
+    G: SetupCurve,
     G::Affine: Send + Sync,
 {
     /// The table of `base` for `n` scalars to come.
@@ -89,6 +146,11 @@ where
         }
     }
 
+    /// The table: row k, entry d − 1 is `d·2^(window·k)·G`.
+    pub fn table(&self) -> &[G::Affine] {
+        &self.table
+    }
+
     /// The window width in bits.
     pub fn window(&self) -> u32 {
         self.window
@@ -115,8 +177,22 @@ where
         acc
     }
 
-    /// `out[i] = scalars[i]·G` in affine form, in parallel.
-    pub fn mul_many(&self, scalars: &[Scalar], out: &mut [G::Affine]) {
+    /// `out[i] = scalars[i]·G` in affine form, on `device`.
+    pub fn mul_many(&self, device: Device, scalars: &[Scalar], out: &mut [G::Affine]) {
+        if let Device::Gpu(d) = device {
+            match gpu::fixed_base_mul::<G::Gpu>(d as i32, &self.table, self.window, scalars, out) {
+                Ok(()) => return,
+                Err(e) => tracing::warn!(
+                    device = d,
+                    "fixed-base multiplication on the GPU failed ({e}); computing it on the CPU"
+                ),
+            }
+        }
+        self.mul_many_on_cpu(scalars, out);
+    }
+
+    /// `out[i] = scalars[i]·G` in affine form, on every core.
+    pub fn mul_many_on_cpu(&self, scalars: &[Scalar], out: &mut [G::Affine]) {
         assert_eq!(scalars.len(), out.len(), "one output per scalar");
         out.par_chunks_mut(CHUNK)
             .zip(scalars.par_chunks(CHUNK))
@@ -128,14 +204,14 @@ where
 
     /// The multiples of the nonzero scalars only, in order (what Groth16's
     /// A and B queries keep: a zero scalar is the point at infinity there).
-    pub fn mul_nonzero(&self, scalars: &[Scalar]) -> Vec<G::Affine> {
+    pub fn mul_nonzero(&self, device: Device, scalars: &[Scalar]) -> Vec<G::Affine> {
         let kept: Vec<Scalar> = scalars
             .iter()
             .filter(|s| !bool::from(ff::Field::is_zero(*s)))
             .copied()
             .collect();
         let mut out = vec![G::Affine::identity(); kept.len()];
-        self.mul_many(&kept, &mut out);
+        self.mul_many(device, &kept, &mut out);
         out
     }
 }
@@ -201,7 +277,7 @@ mod tests {
         for w in [2, 3, 5, 8, 11, 13] {
             let table = FixedBase::with_window(g1, w);
             let mut out = vec![blstrs::G1Affine::identity(); scalars.len()];
-            table.mul_many(&scalars, &mut out);
+            table.mul_many(Device::Cpu, &scalars, &mut out);
             for (s, p) in scalars.iter().zip(&out) {
                 assert_eq!(*p, (g1 * s).to_affine(), "window {w}, scalar {s:?}");
             }
@@ -217,7 +293,10 @@ mod tests {
     fn zero_scalars_are_left_out_of_the_nonzero_multiples() {
         let g = G1Projective::generator();
         let table = FixedBase::new(g, 4);
-        let out = table.mul_nonzero(&[Scalar::ZERO, Scalar::from(3u64), Scalar::ZERO]);
+        let out = table.mul_nonzero(
+            Device::Cpu,
+            &[Scalar::ZERO, Scalar::from(3u64), Scalar::ZERO],
+        );
         assert_eq!(out, vec![(g * Scalar::from(3u64)).to_affine()]);
     }
 

@@ -27,7 +27,7 @@ use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
-pub use fixed_base::{FixedBase, window_for};
+pub use fixed_base::{Device, FixedBase, SetupCurve, window_for};
 pub use matrices::Matrices;
 pub use qap::{Domain, evaluate_columns};
 
@@ -91,31 +91,34 @@ pub struct SetupTimes {
     pub g2: Duration,
 }
 
-/// Parameters for `circuit` from `toxic`.
+/// Parameters for `circuit` from `toxic`, on the CPU.
 pub fn generate_parameters<C: Circuit<Scalar>>(
     circuit: C,
     toxic: &Toxic,
 ) -> Result<Parameters<Bls12>, SetupError> {
-    generate_timed(circuit, toxic).map(|(p, _)| p)
+    generate_timed(circuit, toxic, Device::Cpu).map(|(p, _)| p)
 }
 
-/// [`generate_parameters`], with where the time went.
+/// Parameters for `circuit` from `toxic`, the multiples of the generators
+/// on `device`, with where the time went.
 pub fn generate_timed<C: Circuit<Scalar>>(
     circuit: C,
     toxic: &Toxic,
+    device: Device,
 ) -> Result<(Parameters<Bls12>, SetupTimes), SetupError> {
     let started = Instant::now();
     let matrices = Matrices::record(circuit)?;
     let record = started.elapsed();
-    let (params, mut times) = from_matrices(&matrices, toxic)?;
+    let (params, mut times) = from_matrices(&matrices, toxic, device)?;
     times.record = record;
     Ok((params, times))
 }
 
-/// Parameters for recorded matrices from `toxic`.
+/// Parameters for recorded matrices from `toxic`, the multiples on `device`.
 pub fn from_matrices(
     m: &Matrices,
     toxic: &Toxic,
+    device: Device,
 ) -> Result<(Parameters<Bls12>, SetupTimes), SetupError> {
     let mut times = SetupTimes::default();
     let started = Instant::now();
@@ -155,7 +158,7 @@ pub fn from_matrices(
     let g1 = FixedBase::new(toxic.g1, h_scalars.len() + 3 * m.vars());
     let multiples = |scalars: &[Scalar]| {
         let mut out = vec![G1Affine::identity(); scalars.len()];
-        g1.mul_many(scalars, &mut out);
+        g1.mul_many(device, scalars, &mut out);
         out
     };
     let h = multiples(&h_scalars);
@@ -163,14 +166,14 @@ pub fn from_matrices(
     let ic = multiples(&ext[..m.n_inputs]);
     let l = multiples(&ext[m.n_inputs..]);
     drop(ext);
-    let a = g1.mul_nonzero(&at);
+    let a = g1.mul_nonzero(device, &at);
     drop(at);
-    let b_g1 = g1.mul_nonzero(&bt);
+    let b_g1 = g1.mul_nonzero(device, &bt);
     drop(g1);
     times.g1 = started.elapsed();
 
     let started = Instant::now();
-    let b_g2 = FixedBase::new(toxic.g2, bt.len()).mul_nonzero(&bt);
+    let b_g2 = FixedBase::new(toxic.g2, bt.len()).mul_nonzero(device, &bt);
     times.g2 = started.elapsed();
 
     let (g1, g2) = (toxic.g1.to_affine(), toxic.g2.to_affine());

@@ -6,9 +6,8 @@ pub mod chain;
 pub mod sha256;
 mod sha256_witness;
 
-use bellperson::groth16::{Parameters, generate_random_parameters};
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
-use blstrs::{Bls12, Scalar};
+use blstrs::Scalar;
 use ff::Field;
 use rand::{RngCore, SeedableRng};
 
@@ -141,23 +140,6 @@ impl Workload {
                 }
             }
         }
-    }
-
-    /// Fresh random Groth16 parameters for this workload at this size
-    /// (a trusted setup for benchmarks and tests, not for production).
-    pub fn generate_parameters(
-        self,
-        log_size: u32,
-        seed: u64,
-    ) -> anyhow::Result<Parameters<Bls12>> {
-        self.check_log_size(log_size)?;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        generate_random_parameters::<Bls12, _, _>(self.blank(log_size), &mut rng).map_err(|e| {
-            anyhow::anyhow!(
-                "generating parameters for {} at 2^{log_size}: {e}",
-                self.name()
-            )
-        })
     }
 }
 
