@@ -114,7 +114,7 @@ impl ProofSource for WorkloadSource {
 
     fn submit(&self, engine: &Engine, index: usize) -> anyhow::Result<Pending> {
         let (job, inputs) = job_for(&self.srs, &self.spec, index);
-        let handle = engine.submit(job);
+        let handle = engine.try_submit(job)?;
         let srs = self.srs.clone();
         Ok(Box::pin(async move {
             let proofs: JobProofs = handle.await.map_err(|e: ProveError| e.to_string())?;

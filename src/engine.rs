@@ -371,18 +371,61 @@ impl Engine {
                 .unwrap_or(1),
             n => n,
         };
-        let mut max_bytes = config.arenas.max_bytes.bytes();
-        let budget = config.memory.budget.bytes();
-        if budget > 0 {
-            max_bytes = max_bytes.min(budget / count as u64);
-        }
+        let max_bytes = Self::arena_max_bytes(config, count);
         // With a GPU, arenas are page-locked so uploads from them are DMA.
         let locker: Option<Arc<dyn cuzk_engine::PageLocker>> = pinned
             .then(|| Arc::new(cuzk_gpu::cuda::CudaPageLocker) as Arc<dyn cuzk_engine::PageLocker>);
         ArenaPool::new(count, max_bytes as usize, locker)
     }
 
-    /// Submits a job; the handle resolves to its proofs.
+    /// The largest arena: `arenas.max_bytes` (within `memory.budget` shared
+    /// by `count` arenas), or, derived (0), the budget or else the host's
+    /// memory, so whatever partition fits the host fits an arena.
+    fn arena_max_bytes(config: &Config, count: usize) -> u64 {
+        let explicit = config.arenas.max_bytes.bytes();
+        let budget = config.memory.budget.bytes();
+        match (explicit, budget) {
+            (0, 0) => match crate::host::total_memory() {
+                0 => u64::MAX >> 1,
+                host => host,
+            },
+            (0, budget) => budget,
+            (explicit, 0) => explicit,
+            (explicit, budget) => explicit.min(budget / count as u64),
+        }
+    }
+
+    /// Whether partitions proved against `srs` fit an arena; if not, the
+    /// refusal names both sizes and the keys that set them.
+    pub fn check_fits(&self, srs: &Srs) -> Result<(), ProveError> {
+        let need = cuzk_stages::partition::PartitionLayout::new(srs.shape()).bytes;
+        let max = self.arenas.max_bytes();
+        if need <= max {
+            return Ok(());
+        }
+        Err(ProveError::InvalidJob(format!(
+            "a partition of this circuit (domain 2^{}) needs a {} arena but arenas are limited to {} (`arenas.max_bytes`{}); raise it or the memory budget",
+            srs.shape().log_domain,
+            crate::report::mib(need as u64),
+            crate::report::mib(max as u64),
+            if self.config.memory.budget.is_zero() {
+                String::new()
+            } else {
+                format!(", `memory.budget` {}", self.config.memory.budget)
+            }
+        )))
+    }
+
+    /// Submits a job after [`Self::check_fits`]; the handle resolves to its
+    /// proofs.
+    pub fn try_submit(&self, job: Job) -> Result<ProofHandle, ProveError> {
+        self.check_fits(&job.srs)?;
+        Ok(self.submit(job))
+    }
+
+    /// Submits a job; the handle resolves to its proofs (a partition that
+    /// does not fit an arena fails in synthesis: [`Self::try_submit`]
+    /// refuses it up front).
     pub fn submit(&self, job: Job) -> ProofHandle {
         let self_verify = self.config.engine.self_verify;
         let label: Arc<str> = Arc::from(job.label.as_str());
@@ -403,7 +446,7 @@ impl Engine {
 
     /// Submits a job and waits for its proofs.
     pub async fn prove(&self, job: Job) -> Result<JobProofs, ProveError> {
-        self.submit(job).await
+        self.try_submit(job)?.await
     }
 
     /// Jobs queued and in flight, and each node's queue and busy workers.

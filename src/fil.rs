@@ -44,28 +44,29 @@ pub fn submit(
     priority: u8,
 ) -> Result<Submitted, FilProveError> {
     let loaded = srs.get(&job.params).map_err(FilProveError::Srs)?;
-    Ok(submit_loaded(engine, loaded, job, priority))
+    submit_loaded(engine, loaded, job, priority)
 }
 
-/// Submits a Filecoin job with its parameters already loaded.
+/// Submits a Filecoin job with its parameters already loaded (refused if
+/// its partitions do not fit an arena).
 pub fn submit_loaded(
     engine: &Engine,
     loaded: crate::srs_cache::Loaded,
     mut job: FilJob,
     priority: u8,
-) -> Submitted {
+) -> Result<Submitted, FilProveError> {
     let mut parts = Job::new(loaded.srs.clone())
         .label(job.label.clone())
         .priority(priority);
     for c in std::mem::take(&mut job.circuits) {
         parts = parts.boxed_partition(c);
     }
-    Submitted {
-        handle: engine.submit(parts),
+    Ok(Submitted {
+        handle: engine.try_submit(parts)?,
         job,
         srs: loaded.srs,
         srs_load: loaded.load_time,
-    }
+    })
 }
 
 /// A submitted Filecoin job.

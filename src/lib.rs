@@ -25,6 +25,7 @@ pub mod engine;
 pub mod faults;
 pub mod fil;
 pub mod graph_view;
+pub mod host;
 pub mod metrics;
 pub mod params;
 pub mod report;

@@ -288,3 +288,34 @@ fn parameters_evicted_while_in_use_are_taken_back_not_read_twice() {
     cache.evict(&path).unwrap();
     assert_eq!(cache.resident_bytes(), 0, "freed once nobody holds it");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_too_large_for_an_arena_is_refused_at_submit_naming_the_sizes() {
+    let mut config = common::config("serial");
+    config.arenas.max_bytes = cuzk::config::ByteSize(64 << 10);
+    let engine = Engine::from_config(config).unwrap();
+    let (job, _) = workload_job(Workload::Chain, 10, 1, 2);
+    let Err(err) = engine.try_submit(job) else {
+        panic!("a 2^10 partition fits no 64 KiB arena, yet the job was taken");
+    };
+    let text = err.to_string();
+    for want in [
+        "domain 2^10",
+        "arenas are limited to 0.1 MiB",
+        "`arenas.max_bytes`",
+    ] {
+        assert!(text.contains(want), "`{want}` missing from: {text}");
+    }
+    // prove() refuses the same way, before any stage runs.
+    let (job, _) = workload_job(Workload::Chain, 10, 1, 3);
+    assert!(matches!(
+        engine.prove(job).await,
+        Err(ProveError::InvalidJob(_))
+    ));
+    assert_eq!(engine.arena_stats().created, 0, "no arena was made for it");
+
+    // Derived (the default): the host's memory, so the same job proves.
+    let engine = Engine::from_config(common::config("serial")).unwrap();
+    assert!(engine.config().arenas.max_bytes.is_zero());
+    prove_and_verify(&engine, Workload::Chain, 10, 1).await;
+}

@@ -100,7 +100,10 @@ pub struct ArenasConfig {
     /// How many arenas (0 = the graph's in-flight bound: every worker from
     /// the first arena-taking node on holding one, and every edge after it full).
     pub count: usize,
-    /// Largest arena; a partition that needs more fails with a clear error.
+    /// Largest arena (0 = derived: `memory.budget` where one is set, else
+    /// the host's memory, cgroup-aware, so a partition that fits the host
+    /// fits an arena). A job whose partitions need more is refused at
+    /// submit, naming both sizes.
     pub max_bytes: ByteSize,
 }
 
@@ -108,7 +111,7 @@ impl Default for ArenasConfig {
     fn default() -> Self {
         Self {
             count: 0,
-            max_bytes: ByteSize::gib(16),
+            max_bytes: ByteSize(0),
         }
     }
 }

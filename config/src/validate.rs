@@ -32,9 +32,6 @@ pub(crate) fn validate(c: &Config) -> Result<(), ConfigError> {
             "must name a graph (`cuzk graph list`)",
         ));
     }
-    if c.arenas.max_bytes.is_zero() {
-        return Err(invalid("arenas.max_bytes", "must be above 0"));
-    }
     let endpoint = &c.tracing.endpoint;
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         return Err(invalid(

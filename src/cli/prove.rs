@@ -100,7 +100,7 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
     );
     println!("parameters: {params_note}");
     let (job, expected) = workload_job(&srs, workload, args.log_size, args.partitions, args.seed);
-    let out = rt.block_on(engine.submit(job))?;
+    let out = rt.block_on(engine.try_submit(job)?)?;
     let wall = out.elapsed.as_secs_f64();
     println!(
         "proved {} partition(s) in {wall:.3} s ({:.3} s/partition)",
