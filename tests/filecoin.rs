@@ -374,3 +374,47 @@ fn the_cli_proves_from_fixtures_and_benches_a_filecoin_input() {
         "{text}"
     );
 }
+
+/// A sector that was never sealed: its C1 output proves through the engine,
+/// and Filecoin's verify_seal accepts the proof (and rejects it flipped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synthetic_sector_proves_and_verify_seal_accepts_it() {
+    use cuzk::filecoin::synthetic::{SectorSpec, porep_c1};
+    use filecoin_proofs_api::SectorId;
+    let _ = fixtures(); // the 2 KiB parameters
+    let mut seed = [0x5au8; 32];
+    seed[31] &= 0x3f;
+    let spec = SectorSpec {
+        sector_size: SIZE,
+        miner: 1000,
+        sector: 77,
+        ticket: [0x42; 32],
+        seed,
+    };
+    let s = porep_c1(&spec).unwrap();
+    let c1 = porep::C1::parse(&porep::C1::wrap(&s.c1, spec.sector)).unwrap();
+    let job = porep::job(&c1, spec.miner, None, None).unwrap();
+    let (engine, srs) = (engine(), SrsCache::new());
+    let proof = prove(&engine, &srs, job).await.unwrap();
+    let verify_seal = |bytes: &[u8]| {
+        filecoin_proofs_api::seal::verify_seal(
+            s.c1.registered_proof,
+            s.c1.comm_r,
+            s.c1.comm_d,
+            ids::prover_id(spec.miner),
+            SectorId::from(spec.sector),
+            spec.ticket,
+            spec.seed,
+            bytes,
+        )
+        .unwrap_or(false)
+    };
+    assert!(
+        verify_seal(&proof.bytes),
+        "verify_seal accepts the synthetic sector's proof"
+    );
+    assert!(
+        !verify_seal(&flipped(&proof.bytes)),
+        "and rejects it with one byte flipped"
+    );
+}

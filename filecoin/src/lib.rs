@@ -25,6 +25,7 @@ mod porep_witness;
 pub mod post;
 pub mod shaped;
 pub mod snap;
+pub mod synthetic;
 
 pub use error::FilError;
 pub use job::{FilJob, ProofKind, Verifier, proof_bytes};

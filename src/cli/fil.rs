@@ -44,6 +44,14 @@ pub enum Action {
         /// Keep the sealed sectors beside the inputs.
         #[arg(long)]
         keep_sectors: bool,
+        /// Make a PoRep C1 output of a sector that was never sealed (any
+        /// size, 32 GiB and 64 GiB included; seconds, no disk): all-zero
+        /// data, only the challenged nodes, their parents and paths made.
+        #[arg(long)]
+        synthetic: bool,
+        /// With --synthetic: the sector number.
+        #[arg(long, default_value_t = 1)]
+        sector: u64,
     },
     /// Constraints, public inputs and partitions per proof kind, counted from
     /// the circuits (no parameters needed), and the SRS each needs.
@@ -167,6 +175,44 @@ fn kinds(names: &[String]) -> anyhow::Result<Vec<ProofKind>> {
         .iter()
         .map(|n| ProofKind::parse(n))
         .collect::<Result<_, _>>()?)
+}
+
+/// `cuzk fil gen --synthetic`: a never-sealed sector's C1 output.
+fn gen_synthetic(
+    size: u64,
+    miner: u64,
+    sector: u64,
+    out: &Path,
+    started: Instant,
+) -> anyhow::Result<ExitCode> {
+    use rand::RngCore;
+    let mut ticket = [0u8; 32];
+    let mut seed = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut ticket);
+    rand::rngs::OsRng.fill_bytes(&mut seed);
+    seed[31] &= 0x3f;
+    let spec = cuzk::filecoin::synthetic::SectorSpec {
+        sector_size: size,
+        miner,
+        sector,
+        ticket,
+        seed,
+    };
+    let meta = cuzk::filecoin::synthetic::write(&spec, out)?;
+    println!(
+        "made a synthetic {} sector {sector} for miner {miner} in {:.1} s ({} challenged nodes, {} parents' columns; checked with Filecoin's vanilla verifier); inputs in {}:",
+        sector_size_name(size),
+        started.elapsed().as_secs_f64(),
+        meta.challenged,
+        meta.parent_columns,
+        out.display()
+    );
+    println!(
+        "  porep:   {} and {} (comm_r {})",
+        meta.porep.c1, meta.porep.wrapper, meta.porep.comm_r
+    );
+    println!("  synthetic.json");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
@@ -434,10 +480,15 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
             out,
             miner,
             keep_sectors,
+            synthetic,
+            sector,
         } => {
             use_cache(&loaded, None)?;
             let size = ids::sector_size(&sector_size)?;
             let started = Instant::now();
+            if synthetic {
+                return gen_synthetic(size, miner, sector, &out, started);
+            }
             let meta = cuzk::filecoin::fixtures::generate(size, miner, &out, keep_sectors)?;
             println!(
                 "sealed {} sectors of {} for miner {miner} in {:.1} s; inputs in {}:",
