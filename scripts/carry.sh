@@ -21,6 +21,8 @@ cp target/release/cuzk .carry/
 cp "$(cargo test --release --no-run -p cuzk-gpu --test gpu_ops --message-format=json | exe)" .carry/gpu_ops
 cp "$(cargo test --release --no-run --test gpu_proofs --message-format=json | exe)" .carry/gpu_proofs
 cp "$(cargo bench --no-run -p cuzk-gpu --bench msm --message-format=json | exe)" .carry/msm
+cp "$(cargo test --release --no-run -p cuzk-stages --test setup --message-format=json | exe)" .carry/setup_test
+cp "$(cargo bench --no-run -p cuzk-stages --bench setup --message-format=json | exe)" .carry/setup_bench
 if [ "${CARRY_BENCHES:-0}" = 1 ]; then
   cp "$(cargo bench --no-run --bench cpu_vs_bellperson --message-format=json | exe)" .carry/cpu_vs_bellperson
   cp "$(cargo bench --no-run --bench fil_c2 --message-format=json | exe)" .carry/fil_c2

@@ -19,6 +19,11 @@
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
 #                               JIT forced, cold and warm cache)
+#   scripts/h200.sh setup      (cuzk's setup: GPU multiples against the CPU's; chain 2^20 GPU vs CPU vs bellperson on
+#                               16 cores; chain 2^24 and 2^26 and 2 KiB Filecoin parameters on the GPU)
+#   scripts/h200.sh setup32    (the setup's GPU test; 32 GiB PoRep parameters on the GPU into /tmp/fil-32g, time and peak RSS)
+#   scripts/h200.sh porep32    (right after setup32, on the same warm machine: a synthetic 32 GiB sector proved with
+#                               pce_gpu, warm-up then PROOFS=3 proofs, every one checked by verify_seal; waterfall)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -39,6 +44,31 @@ setup() { # workload log
 }
 
 case $section in
+setup)
+  "$bin/setup_test" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
+  CUZK_SETUP_LOG=20 CUZK_SETUP_DEVICE=gpu "$bin/setup_bench" 2>&1 | grep -E "^setup|panicked"
+  CUZK_SETUP_LOG=20 CUZK_SETUP_DEVICE=cpu CUZK_SETUP_BELLPERSON=0 "$bin/setup_bench" 2>&1 | grep -E "^setup|panicked"
+  for log in 24 26; do
+    /usr/bin/time -f "chain 2^$log: %e s, peak RSS %M KiB" "$bin/cuzk" setup --workload chain --log-size $log \
+        --device gpu --out /tmp/setup 2>&1 | tail -2
+    rm -f /tmp/setup/*
+  done
+  /usr/bin/time -f "2 KiB Filecoin parameters (all kinds): %e s" "$bin/cuzk" fil params --sector-size 2KiB \
+      --device gpu --dir /tmp/fil-2k-gpu 2>&1 | tail -5
+  ;;
+setup32)
+  "$bin/setup_test" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  RUST_LOG=info /usr/bin/time -f "32 GiB PoRep parameters: %e s, peak RSS %M KiB" "$bin/cuzk" fil params \
+      --sector-size 32GiB --kinds porep --device gpu --dir /tmp/fil-32g 2>&1 \
+      | grep -E "setup:|parameters|porep |error|warn" | cut -c1-400 | tail -12
+  ls -la /tmp/fil-32g; df -h /tmp | tail -1; free -g | head -2
+  ;;
+porep32)
+  "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
+  env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu CUZK_ARENAS__COUNT=${ARENAS:-3} \
+      /usr/bin/time -f "bench: %e s, peak RSS %M KiB" "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json \
+      --miner 1000 -c ${PROOFS:-3} -j 1 --warmup 1 --waterfall "$out/wf/porep32" 2>&1 | tail -24
+  ;;
 tests)
   "$bin/cuzk" info
   "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9

@@ -64,6 +64,9 @@ pub fn porep_c1(spec: &SectorSpec) -> Result<Synthetic, FilError> {
     with_shape!(spec.sector_size, build, rp, spec)
 }
 
+/// A Merkle path: per level, the siblings in order and the node's place.
+type Path<D> = Vec<(Vec<D>, usize)>;
+
 /// A tree with only some leaves set (the others zero): the set nodes of
 /// every level, the empty subtrees' roots, and each level's arity.
 struct Sparse<H: Hasher> {
@@ -115,7 +118,7 @@ impl<H: Hasher> Sparse<H> {
 
     /// Leaf `i` and its path: per level, the siblings in order and the
     /// node's place among them.
-    fn path(&self, mut i: u64) -> (H::Domain, Vec<(Vec<H::Domain>, usize)>) {
+    fn path(&self, mut i: u64) -> (H::Domain, Path<H::Domain>) {
         let leaf = self.get(0, i);
         let mut path = Vec::with_capacity(self.arity.len());
         for (h, &a) in self.arity.iter().enumerate() {

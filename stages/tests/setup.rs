@@ -214,7 +214,8 @@ fn gpu_setup_equals_cpu_setup() {
         assert!(gpu == cpu, "G2 multiples differ at window {window}");
     }
     let t = toxic(3);
-    let (on_gpu, _) = generate_timed(Workload::Sha256.blank(16), &t, Device::Gpu(device as usize)).unwrap();
+    let (on_gpu, _) =
+        generate_timed(Workload::Sha256.blank(16), &t, Device::Gpu(device as usize)).unwrap();
     let (on_cpu, _) = generate_timed(Workload::Sha256.blank(16), &t, Device::Cpu).unwrap();
     assert_same(&on_gpu, &on_cpu, "sha256 2^16 on the GPU");
 }

@@ -109,6 +109,12 @@ pub fn generate_timed<C: Circuit<Scalar>>(
     let started = Instant::now();
     let matrices = Matrices::record(circuit)?;
     let record = started.elapsed();
+    tracing::info!(
+        rows = matrices.rows,
+        vars = matrices.vars(),
+        secs = record.as_secs_f64(),
+        "setup: matrices recorded"
+    );
     let (params, mut times) = from_matrices(&matrices, toxic, device)?;
     times.record = record;
     Ok((params, times))
@@ -153,6 +159,10 @@ pub fn from_matrices(
     }
     let h_scalars = domain.h_scalars(&tau, &delta_inv);
     times.evaluate = started.elapsed();
+    tracing::info!(
+        secs = times.evaluate.as_secs_f64(),
+        "setup: QAP evaluated at τ"
+    );
 
     let started = Instant::now();
     let g1 = FixedBase::new(toxic.g1, h_scalars.len() + 3 * m.vars());
@@ -171,10 +181,12 @@ pub fn from_matrices(
     let b_g1 = g1.mul_nonzero(device, &bt);
     drop(g1);
     times.g1 = started.elapsed();
+    tracing::info!(secs = times.g1.as_secs_f64(), %device, "setup: G1 queries");
 
     let started = Instant::now();
     let b_g2 = FixedBase::new(toxic.g2, bt.len()).mul_nonzero(device, &bt);
     times.g2 = started.elapsed();
+    tracing::info!(secs = times.g2.as_secs_f64(), %device, "setup: G2 query");
 
     let (g1, g2) = (toxic.g1.to_affine(), toxic.g2.to_affine());
     let vk = VerifyingKey::<Bls12> {
