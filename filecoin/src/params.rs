@@ -173,7 +173,9 @@ fn write_generated<C: Circuit<Scalar>>(id: &str, blank: C, device: Device) -> an
         g2_s = times.g2.as_secs_f64(),
         "parameters generated"
     );
-    write_durably(&parameter_cache_params_path(id), |f| params.write(f))?;
+    write_durably(&parameter_cache_params_path(id), |f| {
+        cuzk_stages::setup::write_parameters(&params, f)
+    })?;
     write_durably(&parameter_cache_verifying_key_path(id), |f| {
         params.vk.write(f)
     })?;

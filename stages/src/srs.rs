@@ -361,8 +361,7 @@ impl Srs {
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         let file = File::create(&tmp).map_err(err)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 22, file);
-        params.write(&mut w).map_err(err)?;
-        std::io::Write::flush(&mut w).map_err(err)?;
+        crate::setup::write_parameters(params, &mut w).map_err(err)?;
         drop(w);
         std::fs::rename(&tmp, path).map_err(err)
     }

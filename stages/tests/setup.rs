@@ -34,6 +34,12 @@ fn assert_same(ours: &Parameters<Bls12>, theirs: &Parameters<Bls12>, what: &str)
     assert_eq!(ours.b_g1, theirs.b_g1, "{what}: B query in G1");
     assert_eq!(ours.b_g2, theirs.b_g2, "{what}: B query in G2");
     assert_eq!(bytes(ours), bytes(theirs), "{what}: the parameter file");
+    let mut parallel = vec![];
+    cuzk_stages::setup::write_parameters(ours, &mut parallel).unwrap();
+    assert!(
+        parallel == bytes(theirs),
+        "{what}: the parallel writer's file differs"
+    );
 }
 
 fn toxic(seed: u64) -> Toxic {

@@ -14,6 +14,7 @@
 mod fixed_base;
 mod matrices;
 mod qap;
+mod write;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +31,7 @@ use rayon::prelude::*;
 pub use fixed_base::{Device, FixedBase, SetupCurve, window_for};
 pub use matrices::Matrices;
 pub use qap::{Domain, evaluate_columns};
+pub use write::write_parameters;
 
 /// Why parameters could not be made.
 #[derive(Debug, thiserror::Error)]
