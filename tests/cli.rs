@@ -266,3 +266,53 @@ fn graph_check_names_what_is_wrong_and_show_draws() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"gpu_ntt_msm\" -> \"b_g2_msm\""));
 }
+
+#[test]
+fn info_plans_device_memory_for_a_card_of_the_given_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cuzk()
+        .args([
+            "setup",
+            "--workload",
+            "chain",
+            "--log-size",
+            "12",
+            "--device",
+            "cpu",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let params = dir.path().join("chain-k12.params");
+    let plan = |vram: &str| {
+        let out = cuzk()
+            .args(["info", "--vram", vram, "--params"])
+            .arg(&params)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let roomy = plan("1GiB");
+    for want in [
+        "device memory plan for a 1.0 GiB budget",
+        "resident SRS",
+        "a partition's buffers",
+        "=> SRS resident, room for",
+    ] {
+        assert!(roomy.contains(want), "`{want}` missing:\n{roomy}");
+    }
+    // 2^12 chain: ~0.8 MiB of SRS and ~0.6 MiB of buffers; 1 MiB holds no proof.
+    let tight = plan("1MiB");
+    assert!(tight.contains("this card cannot prove it yet"), "{tight}");
+}

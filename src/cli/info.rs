@@ -12,9 +12,14 @@ use cuzk_stages::srs::Srs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Parameter files whose MSM tables to plan (device memory per query).
+    /// Parameter files whose device memory to plan: the resident SRS, a
+    /// partition's buffers, the pre-compiled matrices, the MSM tables.
     #[arg(long)]
     params: Vec<PathBuf>,
+    /// Plan for a card with this much memory (e.g. 16GiB) instead of the
+    /// first device's budget.
+    #[arg(long)]
+    vram: Option<cuzk::config::ByteSize>,
 }
 
 fn gib(bytes: usize) -> String {
@@ -95,15 +100,20 @@ pub fn run(config: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
     );
     // The first device's budget, as the engine would set it.
     let vram =
-        probed
-            .ok()
-            .and_then(|d| d.into_iter().next())
-            .map(|d| match gpu.vram_budget.bytes() {
-                0 => d.free_mem / 10 * 9,
-                b => b as usize,
-            });
+        match args.vram {
+            Some(v) => Some(v.bytes() as usize),
+            None => probed.ok().and_then(|d| d.into_iter().next()).map(|d| {
+                match gpu.vram_budget.bytes() {
+                    0 => d.free_mem / 10 * 9,
+                    b => b as usize,
+                }
+            }),
+        };
     for path in &args.params {
-        plan(path, policy, vram)?;
+        let tables = plan(path, policy, vram)?;
+        if let Some(budget) = vram {
+            memory_plan(path, budget, tables, &loaded.config)?;
+        }
     }
     match cuzk::backend::Backend::select(&loaded.config) {
         Ok(b) => println!(
@@ -121,19 +131,90 @@ pub fn run(config: Option<&Path>, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The tables `path`'s queries would get beside its resident copy.
-fn plan(path: &Path, policy: TablePolicy, vram: Option<usize>) -> anyhow::Result<()> {
+/// What a proof of `path`'s circuit holds in device memory, against `budget`.
+fn memory_plan(
+    path: &Path,
+    budget: usize,
+    tables: usize,
+    config: &cuzk::config::Config,
+) -> anyhow::Result<()> {
+    let lengths = Srs::query_lengths(path)?;
+    let srs = points_bytes(lengths);
+    let domain = lengths[0] + 1;
+    let shape = cuzk_stages::srs::SrsShape {
+        domain,
+        log_domain: domain.trailing_zeros(),
+        inputs: 0,
+        aux: lengths[1],
+        a_len: lengths[2],
+        b_len: lengths[3],
+    };
+    let lease = cuzk_stages::gpu::partition_device_bytes(&shape);
+    // The recording beside the parameters, if made (pce_gpu keeps it on the device).
+    let recording = cuzk_stages::pce::PceCache::new(config.pce.dir.clone())
+        .path_of(Srs::file_id(path)?, Some(path))
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len() as usize);
+    println!("  device memory plan for a {} budget:", gib(budget));
+    println!("    resident SRS          {}", gib(srs));
+    println!(
+        "    a partition's buffers {} (a, b, c over 2^{}, the assignment, index lists)",
+        gib(lease),
+        shape.log_domain
+    );
+    match recording {
+        Some(r) => println!(
+            "    pre-compiled matrices {} (pce_gpu; on the host otherwise)",
+            gib(r)
+        ),
+        None => println!(
+            "    pre-compiled matrices not recorded yet (pce_gpu keeps them on the device once they are)"
+        ),
+    }
+    if tables > 0 {
+        println!(
+            "    MSM tables            {} (built only where they fit beside the rest)",
+            gib(tables)
+        );
+    }
+    let fixed = srs + recording.unwrap_or(0) + tables;
+    if fixed + lease <= budget {
+        println!(
+            "    => SRS resident, room for {} partition(s) on the device at once",
+            (budget - fixed) / lease
+        );
+    } else if lease + srs <= budget {
+        println!(
+            "    => SRS resident without the matrices (a, b, c evaluated on the host), 1 partition at once"
+        );
+    } else {
+        println!(
+            "    => the SRS does not fit: it is streamed, and each partition reserves the whole SRS beside its buffers ({} of {}): {}",
+            gib(srs + lease),
+            gib(budget),
+            if srs + lease <= budget {
+                "it runs"
+            } else {
+                "this card cannot prove it yet (streaming in chunks is owed)"
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The tables `path`'s queries would get beside its resident copy; their bytes.
+fn plan(path: &Path, policy: TablePolicy, vram: Option<usize>) -> anyhow::Result<usize> {
     let lengths = Srs::query_lengths(path)?;
     let srs = points_bytes(lengths);
     println!("{}: SRS {} on the device", path.display(), gib(srs));
     let budget = match (policy.enabled, policy.budget, vram) {
         (false, _, _) => {
             println!("  no MSM tables (off)");
-            return Ok(());
+            return Ok(0);
         }
         (true, 0, None) => {
             println!("  no MSM tables (no usable GPU)");
-            return Ok(());
+            return Ok(0);
         }
         (true, 0, Some(v)) => v.saturating_sub(srs) / 2,
         (true, b, _) => b,
@@ -152,10 +233,11 @@ fn plan(path: &Path, policy: TablePolicy, vram: Option<usize>) -> anyhow::Result
             None => println!("  {name:<5} {n:>11} points: no table (less than a copy fits)"),
         }
     }
+    let bytes = planned_bytes(lengths, &plans);
     println!(
         "  MSM tables in all: {} of a {} budget",
-        gib(planned_bytes(lengths, &plans)),
+        gib(bytes),
         gib(budget)
     );
-    Ok(())
+    Ok(bytes)
 }

@@ -349,6 +349,15 @@ impl Srs {
         }
     }
 
+    /// The first 8 bytes of the SHA-256 of a verifying key.
+    fn vk_id(vk: &VerifyingKey<Bls12>) -> u64 {
+        use sha2::Digest;
+        let mut bytes = vec![];
+        vk.write(&mut bytes).expect("writing to a Vec cannot fail");
+        let digest = sha2::Sha256::digest(&bytes);
+        u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+    }
+
     /// Writes parameters in bellperson's format, atomically (temp file, rename).
     pub fn write_parameters(params: &Parameters<Bls12>, path: &Path) -> Result<(), SrsError> {
         let err = |source| SrsError::Write {
@@ -381,15 +390,23 @@ impl Srs {
     /// A stable identity: the first 8 bytes of the SHA-256 of the verifying
     /// key (which fixes the circuit), for keying what is derived from an SRS.
     pub fn id(&self) -> u64 {
-        *self.id.get_or_init(|| {
-            use sha2::Digest;
-            let mut vk = vec![];
-            self.vk
-                .write(&mut vk)
-                .expect("writing to a Vec cannot fail");
-            let digest = sha2::Sha256::digest(&vk);
-            u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
-        })
+        *self.id.get_or_init(|| Self::vk_id(&self.vk))
+    }
+
+    /// [`Self::id`] of the parameter file at `path`, from its verifying key
+    /// alone (the points are not read).
+    pub fn file_id(path: &Path) -> Result<u64, SrsError> {
+        let file = File::open(path).map_err(|source| SrsError::Open {
+            path: path.into(),
+            source,
+        })?;
+        let vk = VerifyingKey::<Bls12>::read(std::io::BufReader::new(file)).map_err(|source| {
+            SrsError::VerifyingKey {
+                path: path.into(),
+                source,
+            }
+        })?;
+        Ok(Self::vk_id(&vk))
     }
 
     /// Page-locks every point vector (once), so streaming them to a device

@@ -31,7 +31,7 @@ use crate::srs::Srs;
 pub use abc::{
     DeviceEval, DevicePce, Unsatisfied, evaluate_on_device, evaluate_on_host, pce_device_bytes,
 };
-pub use slot::{GpuLeases, GpuSlot};
+pub use slot::{GpuLeases, GpuSlot, partition_device_bytes};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
 pub use tables::{
     MAX_TABLE_POINTS, QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes, points_bytes,

@@ -212,8 +212,13 @@ impl PceCache {
 
     /// The file an SRS's recording lives in, if it has a place on disk.
     pub fn path_for(&self, srs: &Srs) -> Option<PathBuf> {
-        let name = format!("{:016x}.v{}.pce", srs.id(), store::VERSION);
-        match (&self.dir, &srs.path) {
+        self.path_of(srs.id(), srs.path.as_deref())
+    }
+
+    /// Where the recording of the SRS with `id`, read from `params`, is kept.
+    pub fn path_of(&self, id: u64, params: Option<&std::path::Path>) -> Option<PathBuf> {
+        let name = format!("{id:016x}.v{}.pce", store::VERSION);
+        match (&self.dir, params) {
             (Some(dir), _) => Some(dir.join(name)),
             (None, Some(params)) => Some(params.with_extension(name)),
             (None, None) => None,
