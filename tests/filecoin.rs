@@ -418,3 +418,90 @@ async fn a_synthetic_sector_proves_and_verify_seal_accepts_it() {
         "and rejects it with one byte flipped"
     );
 }
+
+/// PoSt over never-sealed sectors: WinningPoSt of one and WindowPoSt of two,
+/// proved through the engine and accepted by Filecoin's verifiers against
+/// the synthetic sectors' comm_r (and rejected flipped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthetic_post_proofs_are_accepted_by_filecoins_verifiers() {
+    use cuzk::filecoin::synthetic::post_vanilla;
+    use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
+    use std::collections::BTreeMap;
+    let _ = fixtures(); // the 2 KiB parameters
+    let (engine, srs) = (engine(), SrsCache::new());
+    let miner = 1000;
+    let mut randomness = [0x21u8; 32];
+    randomness[31] &= 0x3f;
+    let replicas = |rp, sectors: &[cuzk::filecoin::synthetic::SyntheticPost]| {
+        sectors
+            .iter()
+            .map(|s| {
+                (
+                    SectorId::from(s.sector),
+                    PublicReplicaInfo::new(rp, s.comm_r),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+
+    let rp = ids::winning_proof_for(SIZE).unwrap();
+    let sectors = post_vanilla(rp, &randomness, miner, &[5]).unwrap();
+    let req = post::PostRequest {
+        registered_proof: rp,
+        miner,
+        randomness,
+        vanilla_proofs: sectors.iter().map(|s| s.vanilla.clone()).collect(),
+        partition: 0,
+    };
+    let proof = prove(&engine, &srs, post::winning_job(&req).unwrap())
+        .await
+        .unwrap();
+    let verify = |bytes: &[u8]| {
+        filecoin_proofs_api::post::verify_winning_post(
+            &randomness,
+            bytes,
+            &replicas(rp, &sectors),
+            ids::prover_id(miner),
+        )
+        .unwrap_or(false)
+    };
+    assert!(
+        verify(&proof.bytes),
+        "verify_winning_post accepts the synthetic sector's proof"
+    );
+    assert!(!verify(&flipped(&proof.bytes)));
+
+    let rp = ids::window_proof_for(SIZE).unwrap();
+    let sectors = post_vanilla(rp, &randomness, miner, &[5, 6]).unwrap();
+    let req = post::PostRequest {
+        registered_proof: rp,
+        miner,
+        randomness,
+        vanilla_proofs: sectors.iter().map(|s| s.vanilla.clone()).collect(),
+        partition: 0,
+    };
+    let proof = prove(&engine, &srs, post::window_job(&req).unwrap())
+        .await
+        .unwrap();
+    let verify = |bytes: &[u8]| {
+        // One partition's proof, merged as merge_window_post_partition_proofs does.
+        let Ok(merged) = filecoin_proofs_api::post::merge_window_post_partition_proofs(
+            rp,
+            vec![filecoin_proofs_api::PartitionSnarkProof(bytes.to_vec())],
+        ) else {
+            return false;
+        };
+        filecoin_proofs_api::post::verify_window_post(
+            &randomness,
+            &[(rp, &merged)],
+            &replicas(rp, &sectors),
+            ids::prover_id(miner),
+        )
+        .unwrap_or(false)
+    };
+    assert!(
+        verify(&proof.bytes),
+        "verify_window_post accepts the synthetic sectors' proof"
+    );
+    assert!(!verify(&flipped(&proof.bytes)));
+}

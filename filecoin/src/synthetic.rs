@@ -403,6 +403,89 @@ fn wrap<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
+/// A never-sealed sector's PoSt vanilla proof: what a host sends for it.
+pub struct SyntheticPost {
+    pub sector: u64,
+    /// The sector's comm_r (what a verifier's replica info holds).
+    pub comm_r: [u8; 32],
+    /// bincode `FallbackPoStSectorProof`, as `generate_single_vanilla_proof` makes.
+    pub vanilla: Vec<u8>,
+}
+
+/// PoSt vanilla proofs of never-sealed `sectors` of `miner` for `randomness`
+/// (field-safe): each sector's tree R is all zeros (a committed-capacity
+/// replica whose labels are zero, which no verifier can tell), its comm_c
+/// made up per sector, and each challenged leaf opened along empty subtrees.
+pub fn post_vanilla(
+    rp: filecoin_proofs_api::RegisteredPoStProof,
+    randomness: &[u8; 32],
+    miner: u64,
+    sectors: &[u64],
+) -> Result<Vec<SyntheticPost>, FilError> {
+    use filecoin_proofs_api::SectorId;
+    let ids: Vec<SectorId> = sectors.iter().map(|&s| SectorId::from(s)).collect();
+    let challenges = filecoin_proofs_api::post::generate_fallback_sector_challenges(
+        rp,
+        randomness,
+        &ids,
+        prover_id(miner),
+    )?;
+    let size = u64::from(rp.sector_size());
+    sectors
+        .iter()
+        .map(|&sector| {
+            let leaves = challenges.get(&SectorId::from(sector)).ok_or_else(|| {
+                FilError::Other(anyhow::anyhow!(
+                    "no challenges were derived for sector {sector}"
+                ))
+            })?;
+            with_shape!(size, post_sector, size, miner, sector, leaves)
+        })
+        .collect()
+}
+
+fn post_sector<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
+    size: u64,
+    miner: u64,
+    sector: u64,
+    leaves: &[u64],
+) -> Result<SyntheticPost, FilError> {
+    let nodes = (size / 32) as usize;
+    let r = Sparse::<PoseidonHasher>::build(BTreeMap::new(), tree_arities::<Tree>(nodes));
+    let mut h = Sha256::new();
+    h.update(b"cuzk synthetic comm_c");
+    h.update(miner.to_le_bytes());
+    h.update(sector.to_le_bytes());
+    let comm_c: PoseidonDomain = fr32::bytes_into_fr_repr_safe(h.finalize().as_ref()).into();
+    let comm_r_last = r.root();
+    let comm_r = <PoseidonHasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
+    let inclusion_proofs = leaves
+        .iter()
+        .map(|&i| {
+            let (leaf, path) = r.path(i);
+            MerkleProof::from_parts(leaf, comm_r_last, path)
+        })
+        .collect();
+    let proof = filecoin_proofs::FallbackPoStSectorProof::<Tree> {
+        sector_id: filecoin_proofs_api::SectorId::from(sector),
+        comm_r,
+        vanilla_proof: storage_proofs_post::fallback::Proof {
+            sectors: vec![storage_proofs_post::fallback::SectorProof {
+                inclusion_proofs,
+                comm_c,
+                comm_r_last,
+            }],
+        },
+    };
+    let mut comm_r_bytes = [0u8; 32];
+    comm_r_bytes.copy_from_slice(comm_r.as_ref());
+    Ok(SyntheticPost {
+        sector,
+        comm_r: comm_r_bytes,
+        vanilla: bincode::serialize(&proof).map_err(|e| FilError::Other(e.into()))?,
+    })
+}
+
 /// What `cuzk fil gen --synthetic` wrote, as `synthetic.json`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct SyntheticMeta {
