@@ -492,14 +492,26 @@ pub struct SyntheticMeta {
     pub sector_size: u64,
     pub miner: u64,
     pub porep: crate::fixtures::PorepMeta,
+    /// WinningPoSt of the PoRep's sector number and WindowPoSt of
+    /// `window_sectors` sectors from it on (sectors of their own: their
+    /// tree R is all zeros).
+    pub winning: crate::fixtures::PostMeta,
+    pub window: crate::fixtures::PostMeta,
     /// Distinct challenged nodes; parents' columns made up for them.
     pub challenged: usize,
     pub parent_columns: usize,
 }
 
 /// Makes the sector of `spec` and writes its C1 output (`c1.json`),
-/// curio's wrapper of it (`c1-wrapper.json`) and `synthetic.json` into `out`.
-pub fn write(spec: &SectorSpec, out: &std::path::Path) -> Result<SyntheticMeta, FilError> {
+/// curio's wrapper of it (`c1-wrapper.json`), WinningPoSt and WindowPoSt
+/// vanilla proofs (`winning-vanilla-N.bin`, `window-vanilla-N.bin`, for
+/// `post_randomness`) and `synthetic.json` into `out`.
+pub fn write(
+    spec: &SectorSpec,
+    window_sectors: u64,
+    post_randomness: [u8; 32],
+    out: &std::path::Path,
+) -> Result<SyntheticMeta, FilError> {
     use crate::ids::to_hex;
     let s = porep_c1(spec)?;
     std::fs::create_dir_all(out).map_err(crate::fixtures::io("creating the output directory"))?;
@@ -512,6 +524,33 @@ pub fn write(spec: &SectorSpec, out: &std::path::Path) -> Result<SyntheticMeta, 
     put(
         "c1-wrapper.json",
         &crate::porep::C1::wrap(&s.c1, spec.sector),
+    )?;
+    let post = |rp: filecoin_proofs_api::RegisteredPoStProof, prefix: &str, sectors: Vec<u64>| {
+        let proofs = post_vanilla(rp, &post_randomness, spec.miner, &sectors)?;
+        let files = proofs
+            .iter()
+            .map(|p| {
+                let name = format!("{prefix}-{}.bin", p.sector);
+                put(&name, &p.vanilla).map(|()| name)
+            })
+            .collect::<Result<Vec<_>, FilError>>()?;
+        Ok::<_, FilError>(crate::fixtures::PostMeta {
+            registered_proof: ids::post_proof_number(rp),
+            randomness: to_hex(&post_randomness),
+            partition: 0,
+            sectors,
+            vanilla: files,
+        })
+    };
+    let winning = post(
+        ids::winning_proof_for(spec.sector_size)?,
+        "winning-vanilla",
+        vec![spec.sector],
+    )?;
+    let window = post(
+        ids::window_proof_for(spec.sector_size)?,
+        "window-vanilla",
+        (spec.sector..spec.sector + window_sectors.max(1)).collect(),
     )?;
     let meta = SyntheticMeta {
         sector_size: spec.sector_size,
@@ -526,6 +565,8 @@ pub fn write(spec: &SectorSpec, out: &std::path::Path) -> Result<SyntheticMeta, 
             comm_r: to_hex(&s.c1.comm_r),
             comm_d: to_hex(&s.c1.comm_d),
         },
+        winning,
+        window,
         challenged: s.challenged,
         parent_columns: s.parent_columns,
     };

@@ -52,6 +52,10 @@ pub enum Action {
         /// With --synthetic: the sector number.
         #[arg(long, default_value_t = 1)]
         sector: u64,
+        /// With --synthetic: sectors in the WindowPoSt vanilla proofs
+        /// (a full 32 GiB partition is 2,349).
+        #[arg(long, default_value_t = 2)]
+        window_sectors: u64,
     },
     /// Constraints, public inputs and partitions per proof kind, counted from
     /// the circuits (no parameters needed), and the SRS each needs.
@@ -182,6 +186,7 @@ fn gen_synthetic(
     size: u64,
     miner: u64,
     sector: u64,
+    window_sectors: u64,
     out: &Path,
     started: Instant,
 ) -> anyhow::Result<ExitCode> {
@@ -198,7 +203,10 @@ fn gen_synthetic(
         ticket,
         seed,
     };
-    let meta = cuzk::filecoin::synthetic::write(&spec, out)?;
+    let mut post_randomness = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut post_randomness);
+    post_randomness[31] &= 0x3f;
+    let meta = cuzk::filecoin::synthetic::write(&spec, window_sectors, post_randomness, out)?;
     println!(
         "made a synthetic {} sector {sector} for miner {miner} in {:.1} s ({} challenged nodes, {} parents' columns; checked with Filecoin's vanilla verifier); inputs in {}:",
         sector_size_name(size),
@@ -210,6 +218,17 @@ fn gen_synthetic(
     println!(
         "  porep:   {} and {} (comm_r {})",
         meta.porep.c1, meta.porep.wrapper, meta.porep.comm_r
+    );
+    println!(
+        "  winning: {} (randomness {})",
+        meta.winning.vanilla.join(" "),
+        meta.winning.randomness
+    );
+    println!(
+        "  window:  {} sector(s), {} ... (randomness {})",
+        meta.window.vanilla.len(),
+        meta.window.vanilla[0],
+        meta.window.randomness
     );
     println!("  synthetic.json");
     Ok(ExitCode::SUCCESS)
@@ -482,12 +501,13 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
             keep_sectors,
             synthetic,
             sector,
+            window_sectors,
         } => {
             use_cache(&loaded, None)?;
             let size = ids::sector_size(&sector_size)?;
             let started = Instant::now();
             if synthetic {
-                return gen_synthetic(size, miner, sector, &out, started);
+                return gen_synthetic(size, miner, sector, window_sectors, &out, started);
             }
             let meta = cuzk::filecoin::fixtures::generate(size, miner, &out, keep_sectors)?;
             println!(
