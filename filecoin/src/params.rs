@@ -142,7 +142,54 @@ pub fn require(kind: ProofKind, sector_size: u64) -> Result<PathBuf, FilError> {
             sector_size: sector_size_name(sector_size),
         });
     }
+    check_published_vk(&path)?;
     Ok(path)
+}
+
+/// Checks the verifying key beside `params` against Filecoin's published
+/// digest (its `parameters.json`), when the file carries a published name:
+/// Filecoin's verifier, which checks every proof before it leaves, reads
+/// that key, so a damaged or replaced one could pass proofs that fail on
+/// chain. A key in a directory marked as locally generated
+/// (`LOCALLY-GENERATED.txt`, written by `cuzk fil params`; followed through
+/// links) is a test key and is not checked; neither is a name Filecoin
+/// never published.
+pub fn check_published_vk(params: &Path) -> Result<(), FilError> {
+    let vk = params.with_extension("vk");
+    let Some(name) = vk.file_name().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    let Some(published) = storage_proofs_core::parameter_cache::PARAMETERS.get(name) else {
+        return Ok(());
+    };
+    // Where the key really lives (a directory of links to test parameters
+    // is exempt as they are).
+    let real = std::fs::canonicalize(&vk).unwrap_or_else(|_| vk.clone());
+    if real.parent().is_some_and(|d| d.join(LOCAL_NOTE).is_file()) {
+        return Ok(());
+    }
+    let bytes = match std::fs::read(&vk) {
+        Ok(b) => b,
+        // Filecoin derives a missing key from the parameters themselves.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(FilError::Other(anyhow::anyhow!(
+                "reading {}: {e}",
+                vk.display()
+            )));
+        }
+    };
+    let digest = blake2b_simd::Params::new().hash(&bytes).to_hex();
+    // parameters.json keeps the first 256 bits of the BLAKE2b-512 digest.
+    if digest[..32] != published.digest {
+        return Err(FilError::Mismatch(format!(
+            "{}: its digest {} is not Filecoin's published {} (parameters.json): the file is damaged or was replaced; download it again",
+            vk.display(),
+            &digest[..32],
+            published.digest
+        )));
+    }
+    Ok(())
 }
 
 fn gen_porep<Tree: 'static + MerkleTreeTrait>(
@@ -332,6 +379,33 @@ mod tests {
         };
         assert_eq!(ours.vk, theirs.vk, "verifying keys");
         assert!(bytes(&ours) == bytes(&theirs), "parameter files differ");
+    }
+
+    #[test]
+    fn a_published_verifying_key_that_is_not_the_published_one_is_refused() {
+        let name = storage_proofs_core::parameter_cache::PARAMETERS
+            .keys()
+            .find(|k| k.ends_with(".vk"))
+            .expect("parameters.json lists verifying keys");
+        let dir = tempfile::tempdir().unwrap();
+        let params = dir.path().join(name).with_extension("params");
+        std::fs::write(dir.path().join(name), b"not the published key").unwrap();
+        let err = check_published_vk(&params).unwrap_err().to_string();
+        assert!(err.contains("is not Filecoin's published"), "{err}");
+        assert!(err.contains(name.as_str()), "{err}");
+        // A link to it from elsewhere is checked as the file it leads to,
+        let links = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(dir.path().join(name), links.path().join(name)).unwrap();
+        let linked = links.path().join(name).with_extension("params");
+        assert!(check_published_vk(&linked).is_err());
+        // and in a directory of locally generated test parameters it is not checked,
+        std::fs::write(dir.path().join(LOCAL_NOTE), "test parameters").unwrap();
+        check_published_vk(&params).unwrap();
+        check_published_vk(&linked).unwrap();
+        // nor is a name Filecoin never published.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("mine.vk"), b"anything").unwrap();
+        check_published_vk(&other.path().join("mine.params")).unwrap();
     }
 
     #[test]
