@@ -505,3 +505,59 @@ async fn synthetic_post_proofs_are_accepted_by_filecoins_verifiers() {
     );
     assert!(!verify(&flipped(&proof.bytes)));
 }
+
+/// The CLI end to end on a sector that was never sealed: `cuzk fil gen
+/// --synthetic` writes the inputs, `cuzk fil prove porep` proves them and
+/// Filecoin's verify_seal (run by the command, and here) accepts the proof.
+#[test]
+fn the_cli_makes_and_proves_a_synthetic_sector() {
+    let _ = fixtures(); // the 2 KiB parameters
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("syn");
+    let (ok, text) = cuzk(&[
+        "fil",
+        "gen",
+        "--synthetic",
+        "--sector-size",
+        "2KiB",
+        "--sector",
+        "12",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        ok && text.contains("checked with Filecoin's vanilla verifier"),
+        "{text}"
+    );
+    let meta: cuzk::filecoin::synthetic::SyntheticMeta =
+        serde_json::from_slice(&std::fs::read(dir.join("synthetic.json")).unwrap()).unwrap();
+    assert_eq!((meta.porep.sector, meta.window.vanilla.len()), (12, 2));
+    let proof = out.path().join("porep.proof");
+    let (ok, text) = cuzk(&[
+        "fil",
+        "prove",
+        "porep",
+        "--c1",
+        dir.join("c1-wrapper.json").to_str().unwrap(),
+        "--miner",
+        "1000",
+        "--out",
+        proof.to_str().unwrap(),
+    ]);
+    assert!(ok && text.contains("Filecoin's verification: OK"), "{text}");
+    let accepted = filecoin_proofs_api::seal::verify_seal(
+        ids::seal_proof(meta.porep.registered_proof).unwrap(),
+        hex32(&meta.porep.comm_r),
+        hex32(&meta.porep.comm_d),
+        ids::prover_id(1000),
+        filecoin_proofs_api::SectorId::from(12),
+        hex32(&meta.porep.ticket),
+        hex32(&meta.porep.seed),
+        &std::fs::read(&proof).unwrap(),
+    )
+    .unwrap_or(false);
+    assert!(
+        accepted,
+        "verify_seal accepts the CLI's proof of the synthetic sector"
+    );
+}
