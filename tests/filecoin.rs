@@ -444,15 +444,21 @@ async fn synthetic_post_proofs_are_accepted_by_filecoins_verifiers() {
             .collect::<BTreeMap<_, _>>()
     };
 
-    let rp = ids::winning_proof_for(SIZE).unwrap();
-    let sectors = post_vanilla(rp, &randomness, miner, &[5]).unwrap();
-    let req = post::PostRequest {
-        registered_proof: rp,
-        miner,
-        randomness,
-        vanilla_proofs: sectors.iter().map(|s| s.vanilla.clone()).collect(),
-        partition: 0,
+    // The sectors' vanilla proofs, and a request carrying them.
+    let request = |rp, sectors: &[u64]| {
+        let made = post_vanilla(rp, &randomness, miner, sectors).unwrap();
+        let req = post::PostRequest {
+            registered_proof: rp,
+            miner,
+            randomness,
+            vanilla_proofs: made.iter().map(|s| s.vanilla.clone()).collect(),
+            partition: 0,
+        };
+        (made, req)
     };
+
+    let rp = ids::winning_proof_for(SIZE).unwrap();
+    let (sectors, req) = request(rp, &[5]);
     let proof = prove(&engine, &srs, post::winning_job(&req).unwrap())
         .await
         .unwrap();
@@ -472,14 +478,7 @@ async fn synthetic_post_proofs_are_accepted_by_filecoins_verifiers() {
     assert!(!verify(&flipped(&proof.bytes)));
 
     let rp = ids::window_proof_for(SIZE).unwrap();
-    let sectors = post_vanilla(rp, &randomness, miner, &[5, 6]).unwrap();
-    let req = post::PostRequest {
-        registered_proof: rp,
-        miner,
-        randomness,
-        vanilla_proofs: sectors.iter().map(|s| s.vanilla.clone()).collect(),
-        partition: 0,
-    };
+    let (sectors, req) = request(rp, &[5, 6]);
     let proof = prove(&engine, &srs, post::window_job(&req).unwrap())
         .await
         .unwrap();

@@ -7,12 +7,9 @@
 use cuzk_stages::Workload;
 use cuzk_stages::circuit::{Native, ProvableCircuit};
 
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod common;
+
+use common::env;
 
 fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
