@@ -270,32 +270,9 @@ fn graph_check_names_what_is_wrong_and_show_draws() {
 #[test]
 fn info_plans_device_memory_for_a_card_of_the_given_size() {
     let dir = tempfile::tempdir().unwrap();
-    let out = cuzk()
-        .args([
-            "setup",
-            "--workload",
-            "chain",
-            "--log-size",
-            "12",
-            "--device",
-            "cpu",
-            "--out",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let params = dir.path().join("chain-k12.params");
-    let plan = |vram: &str| {
-        let out = cuzk()
-            .args(["info", "--vram", vram, "--params"])
-            .arg(&params)
-            .output()
-            .unwrap();
+    // Runs cuzk and gives its standard output, which it must end well.
+    let run = |args: &[&str]| {
+        let out = cuzk().args(args).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -303,6 +280,21 @@ fn info_plans_device_memory_for_a_card_of_the_given_size() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    let out_dir = dir.path().to_str().unwrap();
+    run(&[
+        "setup",
+        "--workload",
+        "chain",
+        "--log-size",
+        "12",
+        "--device",
+        "cpu",
+        "--out",
+        out_dir,
+    ]);
+    let params = dir.path().join("chain-k12.params");
+    let params = params.to_str().unwrap();
+    let plan = |vram: &str| run(&["info", "--vram", vram, "--params", params]);
     let roomy = plan("1GiB");
     for want in [
         "device memory plan for a 1.0 GiB budget",
