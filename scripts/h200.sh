@@ -24,6 +24,8 @@
 #   scripts/h200.sh setup32    (the setup's GPU test; 32 GiB PoRep parameters on the GPU into /tmp/fil-32g, time and peak RSS)
 #   scripts/h200.sh porep32    (right after setup32, on the same warm machine: a synthetic 32 GiB sector proved with
 #                               pce_gpu, warm-up then PROOFS=3 proofs, every one checked by verify_seal; waterfall)
+#   scripts/h200.sh p32        (setup32 then porep32 in one call, each bounded by the call's 10 minutes; the GPU setup
+#                               only where its test passes, else the CPU's; a later porep32 call reuses what it made)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -42,6 +44,9 @@ gpu_env="CUZK_GPU__BACKEND=gpu CUZK_STAGES__SYNTH__WORKERS=8"
 setup() { # workload log
   [ -f "$params/$1-k$2.params" ] || { /usr/bin/time -f "setup $1 2^$2: %e s" "$bin/cuzk" setup --workload "$1" --log-size "$2" --out "$params"; }
 }
+
+# Seconds left of this call's budget (the device gives a call 10 minutes).
+start=$(date +%s); left() { echo $(( ${BUDGET:-580} - ($(date +%s) - start) )); }
 
 case $section in
 setup)
@@ -63,11 +68,33 @@ setup32)
       | grep -E "setup:|parameters|porep |error|warn" | cut -c1-400 | tail -12
   ls -la /tmp/fil-32g; df -h /tmp | tail -1; free -g | head -2
   ;;
+p32)
+  # setup32 and porep32 in one call, each step bounded so the call ends
+  # inside the device's 10 minutes; a second `porep32` call on the warm
+  # machine reuses /tmp/fil-32g and /tmp/syn32. The GPU setup path is used
+  # only if its test passes on this card; otherwise the CPU's.
+  dev=cpu
+  timeout 120 "$bin/setup_test" --test-threads 1 gpu_setup_equals_cpu_setup 2>&1 | grep -E "^test |test result|panicked" \
+      | tee "$out/setup_test.txt"
+  grep -q "test result: ok. 1 passed" "$out/setup_test.txt" && dev=gpu
+  if [ ! -f /tmp/fil-32g/done ]; then
+    rm -rf /tmp/fil-32g
+    RUST_LOG=info timeout $(left) /usr/bin/time -f "32 GiB PoRep parameters ($dev): %e s, peak RSS %M KiB" \
+        "$bin/cuzk" fil params --sector-size 32GiB --kinds porep --device $dev --dir /tmp/fil-32g 2>&1 \
+        | grep -E "setup|parameters|porep |error|warn|panick|Killed|Command" | cut -c1-400 | tail -16 \
+      && ls /tmp/fil-32g/*.params /tmp/fil-32g/*.vk >/dev/null 2>&1 && touch /tmp/fil-32g/done
+    ls -la /tmp/fil-32g; df -h /tmp | tail -1; free -g | head -2
+  fi
+  [ -f /tmp/fil-32g/done ] || exit 1
+  [ $(left) -gt 200 ] || { echo "left $(left) s: porep32 in the next call"; exit 0; }
+  ;&
 porep32)
-  "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
+  [ -f /tmp/syn32/c1-wrapper.json ] || "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
+  free -g | head -2
   env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu CUZK_ARENAS__COUNT=${ARENAS:-3} \
-      /usr/bin/time -f "bench: %e s, peak RSS %M KiB" "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json \
+      timeout $(( $(left) - 15 )) /usr/bin/time -f "bench: %e s, peak RSS %M KiB" "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json \
       --miner 1000 -c ${PROOFS:-3} -j 1 --warmup 1 --waterfall "$out/wf/porep32" 2>&1 | tail -24
+  nvidia-smi --query-gpu=memory.used,memory.total --format=csv
   ;;
 tests)
   "$bin/cuzk" info
