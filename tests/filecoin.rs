@@ -261,7 +261,8 @@ async fn pce_equals_full_synthesis_for_porep_and_window_post_and_proves() {
     fixtures();
     let dir = tempfile::tempdir().unwrap();
     // PoRep's partition computes its witness challenge by challenge in
-    // parallel (two at 2 KiB): the same assignment, bit for bit.
+    // parallel (two at 2 KiB), its labels natively: the same assignment as
+    // the gadgets', bit for bit.
     let job = porep_job();
     let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
     common::pce::matches_full_synthesis(&srs, dir.path(), || porep_job().circuits).await;

@@ -15,6 +15,8 @@ use bellperson::{Circuit, SynthesisError};
 use cuzk_stages::circuit::ProvableCircuit;
 use cuzk_stages::cs::ArenaCs;
 use cuzk_stages::pce::{RecordingCs, WitnessCs};
+
+use crate::porep_witness::Route;
 use filecoin_hashers::Hasher;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::drgraph::Graph;
@@ -96,9 +98,24 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
         self.circuit()?.synthesize(cs)
     }
 
+    /// The labels natively (`porep_label`), the rest through the gadgets.
     fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
         let nodes = self.params.graph.size();
-        crate::porep_witness::witness(cs, &self.pub_in, nodes, &self.proofs)
+        crate::porep_witness::witness(cs, &self.pub_in, nodes, &self.proofs, Route::Native)
+    }
+
+    fn synthesize_witness_gadgets(
+        self: Box<Self>,
+        cs: &mut WitnessCs<'_>,
+    ) -> Option<Result<(), SynthesisError>> {
+        let nodes = self.params.graph.size();
+        Some(crate::porep_witness::witness(
+            cs,
+            &self.pub_in,
+            nodes,
+            &self.proofs,
+            Route::Gadgets,
+        ))
     }
 
     fn synthesize_recording(

@@ -296,12 +296,21 @@ where
     Ok(Parents { drg, exp, node })
 }
 
+/// How a partition's labels are computed: natively (the default), or
+/// through storage-proofs' gadgets (what the native route is held to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Native,
+    Gadgets,
+}
+
 /// A label part: layer `layer`'s label from its parents' bits.
 fn label<CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     layer: usize,
     p: &Parents,
     s: &Shared,
+    route: Route,
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let mut parents = Vec::with_capacity(p.drg.len() + p.exp.len());
     let mut bits = |num: &AllocatedNum<Fr>| -> Result<(), SynthesisError> {
@@ -329,13 +338,22 @@ fn label<CS: ConstraintSystem<Fr>>(
         }
         expanded.push(parents[0].clone());
     }
-    create_label_circuit(
-        cs.namespace(|| "create_label"),
-        &s.replica_id_bits,
-        expanded,
-        UInt32::constant(layer as u32),
-        p.node.clone(),
-    )
+    match route {
+        Route::Native => crate::porep_label::label(
+            cs.namespace(|| "create_label"),
+            &s.replica_id_bits,
+            &expanded,
+            layer as u32,
+            &p.node,
+        ),
+        Route::Gadgets => create_label_circuit(
+            cs.namespace(|| "create_label"),
+            &s.replica_id_bits,
+            expanded,
+            UInt32::constant(layer as u32),
+            p.node.clone(),
+        ),
+    }
 }
 
 /// The last part: the encoded node's inclusion in tree R, and the column of
@@ -372,6 +390,7 @@ fn challenge<Tree, P>(
     c: &Challenge<Tree>,
     s: &Shared,
     parts: &mut [P],
+    route: Route,
 ) -> Result<(), SynthesisError>
 where
     Tree: MerkleTreeTrait,
@@ -393,7 +412,7 @@ where
             label_parts
                 .par_iter_mut()
                 .enumerate()
-                .map(|(i, cs)| label(cs, i + 1, &p, s))
+                .map(|(i, cs)| label(cs, i + 1, &p, s, route))
                 .collect::<Result<Vec<_>, _>>()
         },
     );
@@ -401,7 +420,12 @@ where
 }
 
 /// Every challenge into its parts (`parts_per_challenge` each, in order).
-fn run<Tree, P>(cs: &[Challenge<Tree>], s: &Shared, parts: &mut [P]) -> Result<(), SynthesisError>
+fn run<Tree, P>(
+    cs: &[Challenge<Tree>],
+    s: &Shared,
+    parts: &mut [P],
+    route: Route,
+) -> Result<(), SynthesisError>
 where
     Tree: MerkleTreeTrait,
     Tree::Hasher: 'static,
@@ -411,7 +435,7 @@ where
     parts
         .par_chunks_mut(per.max(1))
         .zip(cs)
-        .try_for_each(|(parts, c)| challenge(c, s, parts))
+        .try_for_each(|(parts, c)| challenge(c, s, parts, route))
 }
 
 /// A partition shape: tree type, nodes, layers.
@@ -425,12 +449,14 @@ fn known_sizes() -> &'static Mutex<HashMap<ShapeKey, Vec<PartSize>>> {
     SIZES.get_or_init(Default::default)
 }
 
-/// A partition's witness: the prelude here, the challenges' parts in parallel.
+/// A partition's witness: the prelude here, the challenges' parts in
+/// parallel, the labels by `route`.
 pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
     cs: &mut WitnessCs<'_>,
     pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
     nodes: usize,
     proofs: &[VanillaProof<Tree, G>],
+    route: Route,
 ) -> Result<(), SynthesisError> {
     let first = proofs.first().ok_or(SynthesisError::Unsatisfiable)?;
     let shared = prelude(&mut *cs, pub_in, first)?;
@@ -453,7 +479,7 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
             // parallel) teaches the sizes; every other challenge then goes
             // straight into its windows.
             let mut first: Vec<WitnessPart> = (0..per).map(|_| WitnessPart::default()).collect();
-            run(&challenges[..1], &shared, &mut first)?;
+            run(&challenges[..1], &shared, &mut first, route)?;
             cs.append(&first)?;
             let one: Vec<PartSize> = first.iter().map(WitnessPart::size).collect();
             known_sizes()
@@ -468,7 +494,7 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
     let sizes = one.repeat(rest.len());
     let done = {
         let mut windows = cs.windows(&sizes).ok_or(SynthesisError::Unsatisfiable)?;
-        run(rest, &shared, &mut windows)?;
+        run(rest, &shared, &mut windows, route)?;
         windows.into_iter().map(WitnessCs::done).collect()
     };
     cs.absorb(done, &sizes)

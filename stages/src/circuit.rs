@@ -19,6 +19,16 @@ pub trait ProvableCircuit: Send {
     fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError>;
     /// The assignment alone (pre-compiled constraints compute A, B and C).
     fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError>;
+    /// The assignment through the circuit's gadgets, for circuits whose
+    /// [`synthesize_witness`](Self::synthesize_witness) computes some of
+    /// it natively: the route the native one is measured and compared
+    /// against. `None` where the two are the same route.
+    fn synthesize_witness_gadgets(
+        self: Box<Self>,
+        _cs: &mut WitnessCs<'_>,
+    ) -> Option<Result<(), SynthesisError>> {
+        None
+    }
     /// Full synthesis that also records the constraint matrices.
     fn synthesize_recording(
         self: Box<Self>,
@@ -99,6 +109,12 @@ impl<C: NativeWitness> ProvableCircuit for Native<C> {
     }
     fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
         self.0.native_witness(cs)
+    }
+    fn synthesize_witness_gadgets(
+        self: Box<Self>,
+        cs: &mut WitnessCs<'_>,
+    ) -> Option<Result<(), SynthesisError>> {
+        Some(self.0.synthesize(cs))
     }
     fn synthesize_recording(
         self: Box<Self>,

@@ -45,6 +45,14 @@ pub struct SynthReport {
     /// Each repetition's witness-only synthesis, in order (the first of a
     /// circuit that learns its parts' sizes, PoRep's, differs).
     pub witness_each_s: Vec<f64>,
+    /// Witness-only synthesis through the gadgets (median), for circuits
+    /// whose witness is computed natively: what `witness_s` is held to.
+    pub witness_gadgets_s: Option<f64>,
+    /// The native witness equals the gadgets', variable for variable (every
+    /// repetition).
+    pub witness_equal: Option<bool>,
+    /// The first variable (inputs, then aux) where they differ.
+    pub witness_first_difference: Option<usize>,
     /// A·z, B·z, C·z and the a·b = c check (median).
     pub evaluate_s: f64,
     /// The same on the GPU, when one was usable.
@@ -80,7 +88,7 @@ impl SynthReport {
              full synthesis             {:>9.3} s\n\
              recording (once)           {:>9.3} s\n\
              witness-only synthesis     {:>9.3} s  (each: {})\n\
-             A·z, B·z, C·z and check    {:>9.3} s\n\
+             {}A·z, B·z, C·z and check    {:>9.3} s\n\
              pre-compiled total         {:>9.3} s  ({:.3}x full synthesis)\n",
             self.constraints,
             self.inputs,
@@ -100,6 +108,7 @@ impl SynthReport {
                 .map(|s| format!("{s:.3}"))
                 .collect::<Vec<_>>()
                 .join(", "),
+            self.render_gadgets(),
             self.evaluate_s,
             self.pce_s(),
             self.pce_s() / self.full_s
@@ -127,6 +136,24 @@ impl SynthReport {
             None => text += "on the GPU: not measured (no usable GPU)\n",
         }
         text
+    }
+}
+
+impl SynthReport {
+    /// The gadgets' route beside the native one, where there are two.
+    fn render_gadgets(&self) -> String {
+        let Some(gadgets) = self.witness_gadgets_s else {
+            return String::new();
+        };
+        let equal = match (self.witness_equal, self.witness_first_difference) {
+            (Some(true), _) => "equal".to_string(),
+            (_, Some(i)) => format!("DIFFER from variable {i}"),
+            _ => "DIFFER".to_string(),
+        };
+        format!(
+            "  through the gadgets       {gadgets:>9.3} s  (native {:.1}x faster; witnesses {equal})\n",
+            gadgets / self.witness_s
+        )
     }
 }
 
@@ -172,6 +199,7 @@ pub fn measure(
     let recording =
         Arc::new(recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?);
     let (mut full_t, mut witness_t, mut eval_t) = (vec![], vec![], vec![]);
+    let (mut gadgets_t, mut first_difference, mut compared) = (vec![], None, false);
     for rep in 0..reps.max(1) {
         if full || rep == 0 && reps > 1 {
             let t = Instant::now();
@@ -182,6 +210,23 @@ pub fn measure(
         }
         let view = arena.view();
         let z = as_scalars(view.take(layout.z));
+        // The gadgets' witness first, where the circuit has a native one,
+        // so what is evaluated below is the native witness the engine uses.
+        let t = Instant::now();
+        let mut cs = WitnessCs::new(z, srs.inputs);
+        let reference = match make().synthesize_witness_gadgets(&mut cs) {
+            Some(result) => {
+                result?;
+                if let Some(e) = cs.take_error() {
+                    anyhow::bail!(e);
+                }
+                recording.matches(&cs)?;
+                drop(cs);
+                gadgets_t.push(t.elapsed());
+                Some(z.to_vec())
+            }
+            None => None,
+        };
         let t = Instant::now();
         let mut cs = WitnessCs::new(z, srs.inputs);
         make().synthesize_witness(&mut cs)?;
@@ -191,6 +236,11 @@ pub fn measure(
         recording.matches(&cs)?;
         drop(cs);
         witness_t.push(t.elapsed());
+        if let Some(reference) = reference {
+            compared = true;
+            first_difference =
+                first_difference.or_else(|| reference.iter().zip(&*z).position(|(r, n)| r != n));
+        }
         let (a, b, c) = (
             as_scalars(view.take(layout.a)),
             as_scalars(view.take(layout.b)),
@@ -221,6 +271,9 @@ pub fn measure(
         record_s,
         witness_each_s: witness_t.iter().map(Duration::as_secs_f64).collect(),
         witness_s: median(witness_t),
+        witness_gadgets_s: (!gadgets_t.is_empty()).then(|| median(gadgets_t)),
+        witness_equal: compared.then_some(first_difference.is_none()),
+        witness_first_difference: first_difference,
         evaluate_s: median(eval_t),
         device,
     })

@@ -197,7 +197,9 @@ pub struct PartSize {
 
 /// A part of a circuit synthesized apart into buffers of its own, for
 /// [`WitnessCs::append`]: for parts whose sizes are not known in advance.
-#[derive(Debug, Default)]
+/// Two parts are equal when they allocated the same values in the same
+/// order and made the same sequence of operations.
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct WitnessPart {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
@@ -206,6 +208,11 @@ pub struct WitnessPart {
 }
 
 impl WitnessPart {
+    /// The auxiliary values this part allocated, in order.
+    pub fn aux(&self) -> &[Scalar] {
+        &self.aux
+    }
+
     /// The variables this part allocated.
     pub fn size(&self) -> PartSize {
         PartSize {

@@ -4,7 +4,7 @@
 
 pub mod chain;
 pub mod sha256;
-mod sha256_witness;
+pub mod sha256_witness;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;

@@ -11,6 +11,10 @@
 //! system sees the same sequence of operations (and fingerprint) as when
 //! the gadget runs. The engine still checks the result against the
 //! circuit's recorded constraints (counts, fingerprint, a·b = c).
+//!
+//! [`sha256`] is bellperson's `gadgets::sha256::sha256` over any message of
+//! such bits, for circuits that hash inside a larger one (Filecoin's PoRep
+//! labels).
 
 use bellperson::SynthesisError;
 use bellperson::gadgets::multipack;
@@ -31,16 +35,19 @@ const ROUND_CONSTANTS: [u32; 64] = [
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ];
 
-/// A gadget bit: a constant, or a variable (holding `u`) or its negation.
+/// A gadget bit, as bellperson's `Boolean`: a constant, or a variable
+/// holding `u` (`Is(u)`), or that variable's negation (`Not(u)`, of value
+/// `!u`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Bit {
+pub enum Bit {
     Const(bool),
     Is(bool),
     Not(bool),
 }
 
 impl Bit {
-    fn value(self) -> bool {
+    /// The bit's value.
+    pub fn value(self) -> bool {
         match self {
             Bit::Const(b) | Bit::Is(b) => b,
             Bit::Not(u) => !u,
@@ -300,6 +307,36 @@ fn shr(x: &Word, by: usize) -> Word {
             Bit::Const(false)
         }
     })
+}
+
+/// bellperson's `gadgets::sha256::sha256` over `input` (whole bytes, most
+/// significant bit first), computed natively: every allocation and
+/// constraint the gadget makes is reported to `sink` in its order. Returns
+/// the digest (the gadget's output bits, as bytes).
+pub fn sha256<S: WitnessSink>(sink: &mut S, input: &[Bit]) -> Result<[u8; 32], SynthesisError> {
+    assert!(input.len().is_multiple_of(8), "SHA-256 hashes whole bytes");
+    // The gadget's padding: a one, zeros, the length in bits (constants).
+    let len = input.len() as u64;
+    let mut padded = input.to_vec();
+    padded.push(Bit::Const(true));
+    while !(padded.len() + 64).is_multiple_of(512) {
+        padded.push(Bit::Const(false));
+    }
+    padded.extend((0..64).rev().map(|i| Bit::Const((len >> i) & 1 == 1)));
+    let mut g = Gadgets {
+        sink,
+        multieq_bits: 0,
+    };
+    let mut state: [Word; 8] = IV.map(constant);
+    for block in padded.chunks(512) {
+        let block: &[Bit; 512] = block.try_into().expect("padded to whole blocks");
+        state = g.compress(block, &state)?;
+    }
+    let mut digest = [0u8; 32];
+    for (out, word) in digest.chunks_mut(4).zip(&state) {
+        out.copy_from_slice(&value(word).to_be_bytes());
+    }
+    Ok(digest)
 }
 
 impl Sha256Circuit {
