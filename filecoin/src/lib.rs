@@ -21,7 +21,7 @@ mod job;
 pub mod params;
 pub mod porep;
 pub mod porep_circuit;
-mod porep_label;
+mod porep_native;
 mod porep_witness;
 pub mod post;
 pub mod shaped;

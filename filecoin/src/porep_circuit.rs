@@ -98,7 +98,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
         self.circuit()?.synthesize(cs)
     }
 
-    /// The labels natively (`porep_label`), the rest through the gadgets.
+    /// The labels natively (`porep_native`), the rest through the gadgets.
     fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
         let nodes = self.params.graph.size();
         crate::porep_witness::witness(cs, &self.pub_in, nodes, &self.proofs, Route::Native)

@@ -72,7 +72,7 @@ struct Opening<Tree: MerkleTreeTrait> {
 struct Challenge<Tree: MerkleTreeTrait> {
     data_leaf: Fr,
     node: u64,
-    comm_d_path: TreePath<BinaryMerkleTree<G>>,
+    comm_d_path: crate::porep_native::BinaryPath,
     comm_r_last_path: TreePath<Tree>,
     comm_c_path: TreePath<Tree>,
     drg: Vec<Opening<Tree>>,
@@ -122,7 +122,7 @@ impl<Tree: 'static + MerkleTreeTrait> Challenge<Tree> {
             data_leaf: p.comm_d_proofs.leaf().into(),
             // The challenged node is the leaf tree D's path opens.
             node: p.comm_d_proofs.path_index() as u64,
-            comm_d_path: p.comm_d_proofs.as_options().into(),
+            comm_d_path: p.comm_d_proofs.as_options(),
             comm_r_last_path: p.comm_r_last_proof.as_options().into(),
             comm_c_path: fields_of(&columns.c_x)?.inclusion_proof.as_options().into(),
             drg: columns
@@ -192,7 +192,7 @@ fn prelude<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
 }
 
 /// The inclusion of `leaf` under `root` along `path`, as filecoin-proofs enforces it.
-fn inclusion<T: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+pub(crate) fn inclusion<T: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     cs: CS,
     path: &TreePath<T>,
     root: &AllocatedNum<Fr>,
@@ -252,14 +252,21 @@ fn data_leaf<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     c: &Challenge<Tree>,
     s: &Shared,
+    route: Route,
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let leaf = alloc(cs.namespace(|| "data_leaf"), Some(c.data_leaf))?;
-    inclusion::<BinaryMerkleTree<G>, _>(
-        cs.namespace(|| "comm_d_inclusion"),
-        &c.comm_d_path,
-        &s.comm_d,
-        &leaf,
-    )?;
+    let cs = cs.namespace(|| "comm_d_inclusion");
+    match route {
+        Route::Native => {
+            crate::porep_native::binary_inclusion(cs, &c.comm_d_path, &s.comm_d, &leaf)?
+        }
+        Route::Gadgets => inclusion::<BinaryMerkleTree<G>, _>(
+            cs,
+            &c.comm_d_path.clone().into(),
+            &s.comm_d,
+            &leaf,
+        )?,
+    }
     Ok(leaf)
 }
 
@@ -296,8 +303,9 @@ where
     Ok(Parents { drg, exp, node })
 }
 
-/// How a partition's labels are computed: natively (the default), or
-/// through storage-proofs' gadgets (what the native route is held to).
+/// How a partition's SHA-256 work (labels, tree D's path) is computed:
+/// natively (the default), or through storage-proofs' gadgets (what the
+/// native route is held to).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
     Native,
@@ -339,7 +347,7 @@ fn label<CS: ConstraintSystem<Fr>>(
         expanded.push(parents[0].clone());
     }
     match route {
-        Route::Native => crate::porep_label::label(
+        Route::Native => crate::porep_native::label(
             cs.namespace(|| "create_label"),
             &s.replica_id_bits,
             &expanded,
@@ -406,7 +414,7 @@ where
         return Err(SynthesisError::Unsatisfiable);
     };
     let (leaf, labels) = rayon::join(
-        || data_leaf(&mut *leaf_part, c, s),
+        || data_leaf(&mut *leaf_part, c, s, route),
         || {
             let p = parents(&mut *parents_part, c, s)?;
             label_parts
@@ -450,7 +458,7 @@ fn known_sizes() -> &'static Mutex<HashMap<ShapeKey, Vec<PartSize>>> {
 }
 
 /// A partition's witness: the prelude here, the challenges' parts in
-/// parallel, the labels by `route`.
+/// parallel, the SHA-256 work by `route`.
 pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
     cs: &mut WitnessCs<'_>,
     pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
