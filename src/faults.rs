@@ -1,6 +1,6 @@
 //! Fault drills: stages made to fail the ways real ones can (a panic, an
 //! error, a device fault, a stall, a hang until cancelled, a proof corrupted
-//! after assembly), for the daemon's chaos tests and for operators checking
+//! after assembly, a witness wrong in one wire), for the daemon's chaos tests and for operators checking
 //! what their deployment does. Each drill names a stage and the jobs it hits
 //! (their labels, which in the daemon are the job ids, contain a pattern);
 //! every other job runs untouched.
@@ -8,8 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bellperson::SynthesisError;
+use blstrs::Scalar;
 use cuzk_engine::{DeviceFault, Stage, StageContext, StageRegistry};
+use cuzk_stages::circuit::ProvableCircuit;
+use cuzk_stages::cs::ArenaCs;
 use cuzk_stages::partition::PartitionWork;
+use cuzk_stages::pce::{RecordingCs, WitnessCs};
+use ff::Field;
 use group::{Curve, Group};
 
 /// What a drilled stage does.
@@ -25,6 +31,10 @@ pub enum FaultKind {
     HangUntilCancel,
     /// Runs, then spoils the proof (assemble): the verifier must catch it.
     CorruptProof,
+    /// Computes the witness wrong in one wire (a synth stage of a graph
+    /// with pre-compiled constraints): the recording's row check must
+    /// catch it, name the row, and fall back to full synthesis.
+    WrongWitness,
 }
 
 /// One drill: `kind` in `stage` for jobs whose label contains `job`.
@@ -62,6 +72,12 @@ impl Stage<PartitionWork> for Drilled {
                 cx.check_cancelled()?;
                 std::thread::sleep(Duration::from_millis(10));
             },
+            FaultKind::WrongWitness => {
+                if let Some(c) = w.circuit.take() {
+                    w.circuit = Some(Box::new(WrongWire(c)));
+                }
+                self.inner.run(w, cx)
+            }
             FaultKind::CorruptProof => {
                 self.inner.run(w, cx)?;
                 if let Some(p) = &mut w.proof {
@@ -75,6 +91,37 @@ impl Stage<PartitionWork> for Drilled {
 
     fn device_timed(&self) -> bool {
         self.inner.device_timed()
+    }
+}
+
+/// A circuit whose witness-only synthesis is wrong in one wire (the middle
+/// auxiliary variable, plus one); everything else, its copies included, is
+/// the circuit's own.
+struct WrongWire(Box<dyn ProvableCircuit>);
+
+impl ProvableCircuit for WrongWire {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
+        self.0.synthesize_into(cs)
+    }
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        self.0.synthesize_witness(cs)?;
+        let aux = cs.written_aux_mut();
+        if let Some(wire) = aux.get_mut(aux.len() / 2) {
+            *wire += Scalar::ONE;
+        }
+        Ok(())
+    }
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut RecordingCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize_recording(cs)
+    }
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+        self.0.duplicate()
+    }
+    fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, SynthesisError> {
+        self.0.shape()
     }
 }
 

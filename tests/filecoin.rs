@@ -293,6 +293,50 @@ async fn pce_equals_full_synthesis_for_porep_and_window_post_and_proves() {
     }
 }
 
+/// A native witness wrong in one wire is caught before any proving (the
+/// recording's row check names the constraint), the partition falls back
+/// to full synthesis, and the proof is right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_wire_in_the_witness_is_caught_naming_its_row_and_the_proof_is_right() {
+    fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::config("pce");
+    c.pce.dir = Some(dir.path().into());
+    let drill = cuzk::faults::Fault {
+        stage: "synth_pce".into(),
+        job: String::new(),
+        kind: cuzk::faults::FaultKind::WrongWitness,
+    };
+    let options = cuzk::EngineOptions {
+        faults: vec![drill],
+        ..Default::default()
+    };
+    let engine = Engine::with_options(c, options).unwrap();
+    let cache = SrsCache::new();
+    // The first proof records the matrices (no witness-only synthesis).
+    let proof = prove(&engine, &cache, porep_job()).await.unwrap();
+    assert!(verify::porep(&proof.bytes));
+    let proof = prove(&engine, &cache, porep_job()).await.unwrap();
+    let notes = |key: &str| -> Vec<String> {
+        proof
+            .partitions
+            .iter()
+            .flat_map(|p| p.timings.iter().filter_map(|t| t.note(key)))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(notes("pce"), ["fallback"]);
+    let why = notes("pce_mismatch");
+    assert!(
+        why.len() == 1 && why[0].starts_with("constraint ") && why[0].contains("not satisfied"),
+        "the mismatch names the row: {why:?}"
+    );
+    assert!(
+        verify::porep(&proof.bytes),
+        "verify_seal accepts the fallback's proof"
+    );
+}
+
 /// `cuzk` itself, with the test parameter cache.
 fn cuzk(args: &[&str]) -> (bool, String) {
     cuzk_with(args, &common::fil::param_cache())

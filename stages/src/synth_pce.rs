@@ -100,6 +100,7 @@ impl SynthPce {
                     "pre-compiled constraints do not fit this circuit ({mismatch}); falling back to full synthesis"
                 );
                 cx.note("pce", "fallback");
+                cx.note("pce_mismatch", &mismatch);
                 let circuit = copy.with_context(|| {
                     format!("pre-compiled constraints do not fit this circuit ({mismatch}) and it cannot be copied to synthesize again (wrap it so it is Clone, or use a graph without synth_pce)")
                 })?;

@@ -66,6 +66,12 @@ impl<'a> WitnessCs<'a> {
         }
     }
 
+    /// The auxiliary values written so far, to change: for fault drills
+    /// that spoil a witness to show the checks catch it.
+    pub fn written_aux_mut(&mut self) -> &mut [Scalar] {
+        &mut self.aux[..self.n_aux]
+    }
+
     /// The first problem met (more variables than the SRS has).
     pub fn take_error(&mut self) -> Option<CsError> {
         self.error.take()
