@@ -256,7 +256,7 @@ fn counts_at_32gib_are_the_published_ones() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pce_equals_full_synthesis_for_porep_and_window_post_and_proves() {
+async fn pce_equals_full_synthesis_for_porep_and_post_and_proves() {
     use std::sync::Arc;
     fixtures();
     let dir = tempfile::tempdir().unwrap();
@@ -266,10 +266,18 @@ async fn pce_equals_full_synthesis_for_porep_and_window_post_and_proves() {
     let job = porep_job();
     let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
     common::pce::matches_full_synthesis(&srs, dir.path(), || porep_job().circuits).await;
+    // PoSt's partitions compute theirs sector by sector and leaf by leaf in
+    // parallel: the same too.
     let job = post::window_job(&window_request()).unwrap();
     let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
     common::pce::matches_full_synthesis(&srs, dir.path(), || {
         post::window_job(&window_request()).unwrap().circuits
+    })
+    .await;
+    let job = post::winning_job(&winning_request()).unwrap();
+    let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
+    common::pce::matches_full_synthesis(&srs, dir.path(), || {
+        post::winning_job(&winning_request()).unwrap().circuits
     })
     .await;
     // Through the pce graph, twice (the recording read from disk, then from

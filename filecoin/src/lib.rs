@@ -24,6 +24,7 @@ pub mod porep_circuit;
 mod porep_native;
 mod porep_witness;
 pub mod post;
+mod post_witness;
 pub mod shaped;
 pub mod snap;
 pub mod synthetic;

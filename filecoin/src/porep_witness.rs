@@ -27,7 +27,7 @@ use bellperson::gadgets::num::AllocatedNum;
 use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-use cuzk_stages::pce::{PartSize, WitnessCs, WitnessPart};
+use cuzk_stages::pce::{PartSize, Parts, WitnessCs, synthesize_parts};
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_11};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -428,22 +428,32 @@ where
 }
 
 /// Every challenge into its parts (`parts_per_challenge` each, in order).
-fn run<Tree, P>(
-    cs: &[Challenge<Tree>],
-    s: &Shared,
-    parts: &mut [P],
+struct ChallengeParts<'s, Tree> {
+    shared: &'s Shared,
+    per: usize,
     route: Route,
-) -> Result<(), SynthesisError>
+    tree: std::marker::PhantomData<fn() -> Tree>,
+}
+
+impl<Tree> Parts for ChallengeParts<'_, Tree>
 where
     Tree: MerkleTreeTrait,
     Tree::Hasher: 'static,
-    P: ConstraintSystem<Fr> + Send,
 {
-    let per = parts.len() / cs.len().max(1);
-    parts
-        .par_chunks_mut(per.max(1))
-        .zip(cs)
-        .try_for_each(|(parts, c)| challenge(c, s, parts, route))
+    type Item = Challenge<Tree>;
+    fn per_item(&self) -> usize {
+        self.per
+    }
+    fn run<P: ConstraintSystem<Fr> + Send>(
+        &self,
+        cs: &[Challenge<Tree>],
+        parts: &mut [P],
+    ) -> Result<(), SynthesisError> {
+        parts
+            .par_chunks_mut(self.per.max(1))
+            .zip(cs)
+            .try_for_each(|(parts, c)| challenge(c, self.shared, parts, self.route))
+    }
 }
 
 /// A partition shape: tree type, nodes, layers.
@@ -473,37 +483,25 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
         .map(Challenge::of)
         .collect::<Result<Vec<_>, _>>()?;
     let layers = challenges[0].drg.first().map_or(0, |o| o.rows.len());
-    let per = parts_per_challenge(layers);
     let key = (TypeId::of::<Tree>(), nodes, layers);
     let known = known_sizes()
         .lock()
         .expect("not poisoned")
         .get(&key)
         .cloned();
-    let (one, rest) = match known {
-        Some(one) => (one, &challenges[..]),
-        None => {
-            // The first challenge into growable parts (its labels still in
-            // parallel) teaches the sizes; every other challenge then goes
-            // straight into its windows.
-            let mut first: Vec<WitnessPart> = (0..per).map(|_| WitnessPart::default()).collect();
-            run(&challenges[..1], &shared, &mut first, route)?;
-            cs.append(&first)?;
-            let one: Vec<PartSize> = first.iter().map(WitnessPart::size).collect();
-            known_sizes()
-                .lock()
-                .expect("not poisoned")
-                .insert(key, one.clone());
-            (one, &challenges[1..])
-        }
+    let learn = known.is_none();
+    let parts = ChallengeParts::<Tree> {
+        shared: &shared,
+        per: parts_per_challenge(layers),
+        route,
+        tree: std::marker::PhantomData,
     };
-    // Every challenge has the same parts: a part that does not fill its
-    // window exactly fails the partition (absorb names it).
-    let sizes = one.repeat(rest.len());
-    let done = {
-        let mut windows = cs.windows(&sizes).ok_or(SynthesisError::Unsatisfiable)?;
-        run(rest, &shared, &mut windows, route)?;
-        windows.into_iter().map(WitnessCs::done).collect()
-    };
-    cs.absorb(done, &sizes)
+    // The first challenge of a shape's first partition goes into growable
+    // parts (its labels still in parallel) and teaches the sizes; every
+    // other challenge goes straight into its windows.
+    let one = synthesize_parts(cs, &parts, &challenges, known)?;
+    if learn {
+        known_sizes().lock().expect("not poisoned").insert(key, one);
+    }
+    Ok(())
 }

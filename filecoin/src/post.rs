@@ -21,6 +21,7 @@ use storage_proofs_post::fallback::{
 };
 
 use crate::ids::{bytes32, prover_id};
+use crate::post_witness::PostPartition;
 use crate::{FilError, FilJob, ProofKind, params};
 
 /// A PoSt request as hosts send it.
@@ -167,7 +168,7 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
         size,
         params,
         format!("wdpost-{}-{}", req.miner, req.partition),
-        vec![(Box::new(circuit), inputs)],
+        vec![(Box::new(PostPartition(circuit)), inputs)],
         verifier,
     ))
 }
@@ -277,7 +278,7 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
         size,
         params,
         format!("winpost-{}", req.miner),
-        vec![(Box::new(circuit), inputs)],
+        vec![(Box::new(PostPartition(circuit)), inputs)],
         verifier,
     ))
 }

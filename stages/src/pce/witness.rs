@@ -32,6 +32,56 @@ pub struct WitnessCs<'a> {
     error: Option<CsError>,
 }
 
+/// A circuit whose rest (after what is already synthesized) is a run of
+/// items of one shape, each making the same sequence of parts, which may be
+/// synthesized in parallel: PoRep's challenges, PoSt's sectors.
+pub trait Parts: Sync {
+    type Item: Sync;
+    /// Parts per item.
+    fn per_item(&self) -> usize;
+    /// Synthesizes `items` into `parts` (`per_item` each, in order).
+    fn run<P: ConstraintSystem<Scalar> + Send>(
+        &self,
+        items: &[Self::Item],
+        parts: &mut [P],
+    ) -> Result<(), SynthesisError>;
+}
+
+/// Synthesizes `items` by `parts` into `cs`, in parallel: with `known`
+/// part sizes (one item's) straight into windows of the assignment;
+/// without, the first item into growable parts to learn them, then the
+/// rest into windows. Returns one item's part sizes. A part that does not
+/// fill its window exactly fails the synthesis.
+pub fn synthesize_parts<T: Parts>(
+    cs: &mut WitnessCs<'_>,
+    parts: &T,
+    items: &[T::Item],
+    known: Option<Vec<PartSize>>,
+) -> Result<Vec<PartSize>, SynthesisError> {
+    let (one, rest) = match known {
+        Some(one) => (one, items),
+        None => {
+            let Some(first) = items.first() else {
+                return Ok(Vec::new());
+            };
+            let mut grown: Vec<WitnessPart> = (0..parts.per_item())
+                .map(|_| WitnessPart::default())
+                .collect();
+            parts.run(std::slice::from_ref(first), &mut grown)?;
+            cs.append(&grown)?;
+            (grown.iter().map(WitnessPart::size).collect(), &items[1..])
+        }
+    };
+    let sizes = one.repeat(rest.len());
+    let done = {
+        let mut windows = cs.windows(&sizes).ok_or(SynthesisError::Unsatisfiable)?;
+        parts.run(rest, &mut windows)?;
+        windows.into_iter().map(WitnessCs::done).collect()
+    };
+    cs.absorb(done, &sizes)?;
+    Ok(one)
+}
+
 /// What a part synthesized into a window added (see [`WitnessCs::windows`]).
 #[derive(Debug)]
 pub struct PartDone {
