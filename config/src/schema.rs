@@ -255,6 +255,18 @@ pub struct DaemonConfig {
     /// client on another host; with a token too, both must hold.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_from: Vec<String>,
+    /// TLS for a TCP listener and the status page: the server's certificate
+    /// chain (PEM). With `tls_key`; without both, they serve plain text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `tls_cert` (PEM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<PathBuf>,
+    /// With TLS, clients must present a certificate issued by one of these
+    /// CAs (PEM): mutual TLS, which authenticates a client on another host
+    /// as a token does (a non-loopback address may go without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Jobs waiting for admission beyond which SubmitProof and Prove answer
     /// RESOURCE_EXHAUSTED.
     pub max_queued: usize,
@@ -286,6 +298,9 @@ impl Default for DaemonConfig {
             listen: "127.0.0.1:9820".into(),
             token: None,
             allow_from: vec![],
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
             max_queued: 1024,
             drain_timeout_s: 600,
             status_listen: None,

@@ -3,13 +3,13 @@
 //! requests made from a fixtures directory (`cuzk fil gen`) as curio would
 //! send them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use cuzk_filecoin::ProofKind;
 use cuzk_filecoin::fixtures::Meta;
 use cuzk_filecoin::ids::{from_hex, sector_size_name};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use super::proto::proving_engine_client::ProvingEngineClient;
 use super::proto::{Priority, SubmitProofRequest};
@@ -33,9 +33,71 @@ impl tonic::service::Interceptor for Bearer {
 pub type Client =
     ProvingEngineClient<tonic::service::interceptor::InterceptedService<Channel, Bearer>>;
 
+/// TLS for a client: the CA certificates the daemon's certificate is
+/// checked against, and the client's own certificate and key where the
+/// daemon asks for one (`daemon.tls_client_ca`). PEM files.
+#[derive(Clone, Debug, Default)]
+pub struct ClientTls {
+    pub ca: PathBuf,
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+impl ClientTls {
+    fn config(&self) -> anyhow::Result<ClientTlsConfig> {
+        let read = |what: &str, p: &Path| {
+            std::fs::read(p).with_context(|| format!("reading the {what} {}", p.display()))
+        };
+        let mut tls =
+            ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read("CA", &self.ca)?));
+        if let Some((cert, key)) = &self.identity {
+            tls = tls.identity(Identity::from_pem(
+                read("client certificate", cert)?,
+                read("client key", key)?,
+            ));
+        }
+        Ok(tls)
+    }
+}
+
 /// Connects to `addr` (`HOST:PORT` or `unix:///path`).
 pub async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Client> {
-    let channel = match Listen::parse(addr)? {
+    connect_with(addr, token, None).await
+}
+
+/// Connects to `addr` (`HOST:PORT`, `https://HOST:PORT` or
+/// `unix:///path`); an https address needs `tls`, and the daemon's
+/// certificate must name its host.
+pub async fn connect_with(
+    addr: &str,
+    token: Option<&str>,
+    tls: Option<&ClientTls>,
+) -> anyhow::Result<Client> {
+    let channel = if addr.starts_with("https://") {
+        let tls = tls.with_context(|| {
+            format!("{addr} is TLS: give the CA that issued the daemon's certificate (--tls-ca)")
+        })?;
+        Endpoint::try_from(addr.to_string())?
+            .tls_config(tls.config()?)?
+            .connect()
+            .await
+            .with_context(|| format!("connecting to the daemon at {addr}"))?
+    } else {
+        plain(addr).await?
+    };
+    let bearer = token
+        .map(|t| format!("Bearer {t}").parse())
+        .transpose()
+        .context("the token is not valid header text")?;
+    Ok(
+        ProvingEngineClient::with_interceptor(channel, Bearer(bearer))
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE),
+    )
+}
+
+/// A plain-text channel over TCP or a unix socket.
+async fn plain(addr: &str) -> anyhow::Result<Channel> {
+    Ok(match Listen::parse(addr)? {
         Listen::Tcp(a) => Endpoint::try_from(format!("http://{a}"))?
             .connect()
             .await
@@ -54,16 +116,7 @@ pub async fn connect(addr: &str, token: Option<&str>) -> anyhow::Result<Client> 
                 .await
                 .with_context(|| format!("connecting to the daemon at unix://{}", path.display()))?
         }
-    };
-    let bearer = token
-        .map(|t| format!("Bearer {t}").parse())
-        .transpose()
-        .context("the token is not valid header text")?;
-    Ok(
-        ProvingEngineClient::with_interceptor(channel, Bearer(bearer))
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE),
-    )
+    })
 }
 
 fn read(dir: &Path, name: &str) -> anyhow::Result<Vec<u8>> {

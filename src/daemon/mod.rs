@@ -7,6 +7,7 @@
 //!
 //! - [`core`]: the daemon without the wire (submit, admit, await, cancel, drain);
 //! - [`service`] and [`server`]: gRPC, authentication, listening, lifecycle;
+//! - [`tls`]: TLS (and client certificates) for the TCP listeners;
 //! - [`web`] and [`status`]: the status page and the snapshot behind it;
 //! - [`client`]: the client `cuzk client` and `cuzk bench --addr` use.
 
@@ -24,6 +25,7 @@ pub mod request;
 pub mod server;
 pub mod service;
 pub mod status;
+pub mod tls;
 pub mod web;
 
 pub use server::{Listen, Running, start};

@@ -92,9 +92,23 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         .map(|n| super::networks::Network::parse(n))
         .collect::<Result<Vec<_>, _>>()
         .map_err(anyhow::Error::msg)?;
-    if !listen.is_local() && token.is_none() && allow_from.is_empty() {
+    let tls = super::tls::Tls::from_config(&config.daemon)?;
+    if tls.is_some() && matches!(listen, Listen::Unix(_)) {
         anyhow::bail!(
-            "refusing to listen on {listen} without a token: a non-loopback address needs `daemon.token` (or CUZK_DAEMON__TOKEN), or `daemon.allow_from` naming the client networks; use 127.0.0.1 or a unix socket for an unauthenticated local daemon"
+            "daemon.tls_cert is for a TCP listener; {listen} is a unix socket, which only local users with access to it can reach (unset the TLS settings, or listen on HOST:PORT)"
+        );
+    }
+    let client_certs = tls
+        .as_ref()
+        .is_some_and(|t| t.requires_client_certificate());
+    if !listen.is_local() && token.is_none() && allow_from.is_empty() && !client_certs {
+        anyhow::bail!(
+            "refusing to listen on {listen} without a token: a non-loopback address needs `daemon.token` (or CUZK_DAEMON__TOKEN), `daemon.allow_from` naming the client networks, or client certificates (`daemon.tls_client_ca`); use 127.0.0.1 or a unix socket for an unauthenticated local daemon"
+        );
+    }
+    if !listen.is_local() && token.is_some() && tls.is_none() {
+        tracing::warn!(
+            "{listen} is not loopback and serves plain text: the token crosses the network in clear; set daemon.tls_cert and daemon.tls_key"
         );
     }
     crate::metrics::recorder()?;
@@ -110,7 +124,13 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
     // Bounds before authentication and before a body is read: streams per
     // connection (hyper's default is none), and keepalives that close dead
     // peers' connections instead of holding them for ever.
-    let router = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(t) = &tls {
+        builder = builder
+            .tls_config(t.for_grpc())
+            .context("daemon.tls_cert: the gRPC server's TLS")?;
+    }
+    let router = builder
         .max_concurrent_streams(MAX_STREAMS)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
@@ -142,9 +162,16 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         }
     };
     let status = match config.daemon.status_listen {
-        Some(addr) => {
-            Some(super::web::serve(core.clone(), addr, token.as_deref(), allow_from.clone()).await?)
-        }
+        Some(addr) => Some(
+            super::web::serve(
+                core.clone(),
+                addr,
+                token.as_deref(),
+                allow_from.clone(),
+                tls.clone(),
+            )
+            .await?,
+        ),
         None => None,
     };
     let auth = match (&token, &listen) {
@@ -157,7 +184,12 @@ pub async fn start(config: Config, options: EngineOptions) -> anyhow::Result<Run
         }
         (None, Listen::Tcp(_)) => "no token: loopback only, any local process can call",
     };
-    tracing::info!(%listen, status = ?status, "cuzk daemon listening; {auth}");
+    let tls = match &tls {
+        Some(t) if t.requires_client_certificate() => "TLS, client certificates required",
+        Some(_) => "TLS",
+        None => "plain text",
+    };
+    tracing::info!(%listen, status = ?status, "cuzk daemon listening ({tls}); {auth}");
     Ok(Running {
         core,
         listen,

@@ -166,11 +166,15 @@ pub async fn serve(
     addr: SocketAddr,
     token: Option<&str>,
     allow_from: Vec<Network>,
+    tls: Option<super::tls::Tls>,
 ) -> anyhow::Result<SocketAddr> {
     let loopback = addr.ip().is_loopback();
+    let client_certs = tls
+        .as_ref()
+        .is_some_and(|t| t.requires_client_certificate());
     anyhow::ensure!(
-        loopback || token.is_some() || !allow_from.is_empty(),
-        "refusing to serve the status page on {addr} without a token: it shows job ids, errors and parameter paths; set `daemon.token` or `daemon.allow_from`, or use a loopback address"
+        loopback || token.is_some() || !allow_from.is_empty() || client_certs,
+        "refusing to serve the status page on {addr} without a token: it shows job ids, errors and parameter paths; set `daemon.token`, `daemon.allow_from` or `daemon.tls_client_ca`, or use a loopback address"
     );
     let web = Web {
         core,
@@ -189,18 +193,20 @@ pub async fn serve(
         .await
         .with_context(|| format!("daemon.status_listen: binding {addr}"))?;
     let bound = listener.local_addr()?;
-    tokio::spawn(accept_forever(listener, app, allow_from));
+    let acceptor = tls.map(|t| t.acceptor);
+    tokio::spawn(accept_forever(listener, app, allow_from, acceptor));
     Ok(bound)
 }
 
-/// Serves each connection under the cap, with a deadline for its headers.
-/// Peers outside `allow_from` (when set) are disconnected at once.
+/// Serves each connection under the cap, with a deadline for its headers
+/// (and its TLS handshake, with TLS). Peers outside `allow_from` (when set)
+/// are disconnected at once.
 async fn accept_forever(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     allow_from: Vec<Network>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -223,17 +229,37 @@ async fn accept_forever(
                 continue;
             }
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let app = app.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!("status connection: {e}");
+            match tls {
+                None => serve_connection(stream, app).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => serve_connection(stream, app).await,
+                        Ok(Err(e)) => tracing::debug!("status connection: TLS handshake: {e}"),
+                        Err(_) => tracing::debug!("status connection: no TLS handshake in time"),
+                    }
+                }
             }
         });
+    }
+}
+
+/// One HTTP/1.1 connection, its headers read within the deadline.
+async fn serve_connection<IO>(io: IO, app: axum::Router)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(TokioIo::new(io), service)
+        .await;
+    if let Err(e) = served {
+        tracing::debug!("status connection: {e}");
     }
 }
