@@ -4,6 +4,13 @@
 //! `PROTOC` at one.
 
 fn main() {
+    // Only the daemon speaks gRPC (an embedder without it needs no protoc).
+    #[cfg(feature = "daemon")]
+    generate();
+}
+
+#[cfg(feature = "daemon")]
+fn generate() {
     let proto = "daemon/proto/cuzk/v1/proving.proto";
     println!("cargo:rerun-if-changed={proto}");
     if let Err(e) = tonic_prost_build::configure().compile_protos(&[proto], &["daemon/proto"]) {

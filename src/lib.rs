@@ -20,6 +20,7 @@
 
 pub mod backend;
 pub mod bench;
+#[cfg(feature = "daemon")]
 pub mod daemon;
 pub mod engine;
 pub mod faults;
@@ -30,6 +31,7 @@ pub mod metrics;
 pub mod params;
 pub mod report;
 pub mod srs_cache;
+#[cfg(feature = "otlp")]
 pub mod telemetry;
 pub mod waterfall;
 

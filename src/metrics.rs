@@ -3,7 +3,7 @@
 //! arenas in use and device busy time.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+
 use std::sync::Mutex;
 
 use cuzk_engine::{ArenaPool, Event, EventKind, JobId, Observer, Wait};
@@ -143,7 +143,8 @@ pub fn render() -> String {
 
 /// Serves the global metrics in Prometheus' text format at `http://addr/metrics`.
 /// Must run inside a tokio runtime.
-pub fn serve(addr: SocketAddr) -> anyhow::Result<()> {
+#[cfg(feature = "daemon")]
+pub fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
     recorder()?;
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "metrics.listen is off loopback and unauthenticated: anyone who reaches it reads the metrics");
