@@ -23,6 +23,7 @@ pub mod porep;
 pub mod porep_circuit;
 mod porep_native;
 mod porep_witness;
+mod poseidon_native;
 pub mod post;
 mod post_witness;
 pub mod shaped;

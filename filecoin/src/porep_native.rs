@@ -29,13 +29,13 @@ use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::uint64::UInt64;
 
-/// A binary Merkle path as `MerkleProofTrait::as_options` gives it: per
-/// level, the sibling and the index.
-pub(crate) type BinaryPath = Vec<(Vec<Option<Fr>>, Option<usize>)>;
+/// A Merkle path as `MerkleProofTrait::as_options` gives it: per level,
+/// the siblings and the index among them.
+pub(crate) type PathOptions = Vec<(Vec<Option<Fr>>, Option<usize>)>;
 
 /// Reports a native computation's allocations and constraints to a
 /// witness-only constraint system.
-struct Sink<'a, CS>(&'a mut CS);
+pub(crate) struct Sink<'a, CS>(pub(crate) &'a mut CS);
 
 impl<CS: ConstraintSystem<Fr>> WitnessSink for Sink<'_, CS> {
     #[inline]
@@ -117,26 +117,43 @@ fn hash_to_num<CS: ConstraintSystem<Fr>>(
     Ok(num)
 }
 
-/// `PoRCircuit::<BinaryMerkleTree<Sha256Hasher>>::synthesize(cs, leaf,
-/// path, root, true)` for a witness-only `cs`: per level the index bit, the
-/// sibling, their insertion and the two children's bits through the
-/// gadgets, the hash natively; then the index bits packed into public
-/// inputs and the root enforced equal.
-pub(crate) fn binary_inclusion<CS: ConstraintSystem<Fr>>(
+/// How a tree's nodes are hashed: tree D's SHA-256, or the Poseidon of
+/// trees C and R (and of PoSt's tree R).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TreeHash {
+    Sha256,
+    Poseidon,
+}
+
+/// `PoRCircuit::<Tree>::synthesize(cs, leaf, path, root, true)` for a
+/// witness-only `cs`, a tree of any arities (each level's is its siblings
+/// plus one): per level the index bits, the siblings, their insertion (and
+/// for SHA-256 the children's bits) through the gadgets, the hash
+/// natively; then the index bits packed into public inputs and the root
+/// enforced equal.
+pub(crate) fn inclusion<CS: ConstraintSystem<Fr>>(
     mut cs: CS,
-    path: &BinaryPath,
+    path: &PathOptions,
     root: &AllocatedNum<Fr>,
     leaf: &AllocatedNum<Fr>,
+    hash: TreeHash,
 ) -> Result<(), SynthesisError> {
     let mut cur = leaf.clone();
-    let mut index_bits = Vec::with_capacity(path.len());
+    let mut index_bits = Vec::with_capacity(path.len() * 3);
     for (level, (siblings, index)) in path.iter().enumerate() {
         let cs = &mut cs.namespace(|| format!("level {level}"));
-        let bit = Boolean::from(AllocatedBit::alloc(
-            cs.namespace(|| "index bit"),
-            index.map(|i| i & 1 == 1),
-        )?);
-        index_bits.push(bit.clone());
+        let arity = siblings.len() + 1;
+        if !arity.is_power_of_two() {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        let mut bits = Vec::with_capacity(arity.trailing_zeros() as usize);
+        for b in 0..arity.trailing_zeros() {
+            bits.push(Boolean::from(AllocatedBit::alloc(
+                cs.namespace(|| "index bit"),
+                index.map(|i| (i >> b) & 1 == 1),
+            )?));
+        }
+        index_bits.extend_from_slice(&bits);
         let siblings = siblings
             .iter()
             .map(|h| {
@@ -145,26 +162,38 @@ pub(crate) fn binary_inclusion<CS: ConstraintSystem<Fr>>(
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let children = insert(cs, &cur, &[bit], &siblings)?;
-        // `Sha256Function::hash_multi_leaf_circuit`: each child's bits,
-        // padded to whole bytes and reversed within each byte.
-        let mut preimage = Vec::with_capacity(children.len() * 256);
-        for child in &children {
-            let mut bits = child.to_bits_le(cs.namespace(|| "child bits"))?;
-            while !bits.len().is_multiple_of(8) {
-                bits.push(Boolean::Constant(false));
+        let children = insert(cs, &cur, &bits, &siblings)?;
+        cur = match hash {
+            TreeHash::Sha256 => sha256_of_children(cs.namespace(|| "hash"), &children)?,
+            TreeHash::Poseidon => {
+                crate::poseidon_native::poseidon(cs.namespace(|| "hash"), &children)?
             }
-            for byte in bits.chunks_exact(8) {
-                for b in byte.iter().rev() {
-                    preimage.push(bit_of(b)?);
-                }
-            }
-        }
-        cur = hash_to_num(cs.namespace(|| "hash"), &preimage)?;
+        };
     }
     multipack::pack_into_inputs(cs.namespace(|| "path"), &index_bits)?;
     constraint::equal(&mut cs, || "root", &cur, root);
     Ok(())
+}
+
+/// `Sha256Function::hash_multi_leaf_circuit`: each child's bits, padded to
+/// whole bytes and reversed within each byte, hashed natively.
+fn sha256_of_children<CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    children: &[AllocatedNum<Fr>],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let mut preimage = Vec::with_capacity(children.len() * 256);
+    for child in children {
+        let mut bits = child.to_bits_le(cs.namespace(|| "child bits"))?;
+        while !bits.len().is_multiple_of(8) {
+            bits.push(Boolean::Constant(false));
+        }
+        for byte in bits.chunks_exact(8) {
+            for b in byte.iter().rev() {
+                preimage.push(bit_of(b)?);
+            }
+        }
+    }
+    hash_to_num(cs, &preimage)
 }
 
 #[cfg(test)]
@@ -176,41 +205,80 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use storage_proofs_porep::stacked::create_label_circuit;
 
-    /// Tree D's path natively writes what `PoRCircuit` writes (aux and
-    /// inputs, value for value, the same sequence of operations), at
-    /// 32 GiB's 30 levels and shorter.
+    /// A path natively against `PoRCircuit::<T>` over the same path: aux
+    /// and inputs value for value, the same sequence of operations.
+    fn compare<T: storage_proofs_core::merkle::MerkleTreeTrait>(
+        name: &str,
+        path: &PathOptions,
+        hash: TreeHash,
+        rng: &mut impl Rng,
+    ) where
+        T::Hasher: 'static,
+    {
+        let (leaf, root) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
+        let nums = |cs: &mut WitnessPart| {
+            let leaf = AllocatedNum::alloc(&mut *cs, || Ok(leaf)).expect("allocates");
+            let root = AllocatedNum::alloc(&mut *cs, || Ok(root)).expect("allocates");
+            (leaf, root)
+        };
+        let (mut native, mut gadget) = (WitnessPart::default(), WitnessPart::default());
+        let (l, r) = nums(&mut native);
+        inclusion(&mut native, path, &r, &l, hash).expect("native");
+        let (l, r) = nums(&mut gadget);
+        crate::porep_witness::inclusion::<T, _>(&mut gadget, path, &r, &l).expect("gadget");
+        let (a, b) = (native.aux(), gadget.aux());
+        assert_eq!(a.len(), b.len(), "{name}: aux count");
+        if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+            panic!("{name}: aux {i} differs");
+        }
+        assert!(native == gadget, "{name}: inputs or operations");
+    }
+
+    /// Random siblings and indices for levels of the given arities.
+    fn path(arities: &[usize], rng: &mut impl Rng) -> PathOptions {
+        arities
+            .iter()
+            .map(|&a| {
+                let siblings = (1..a).map(|_| Some(Fr::random(&mut *rng))).collect();
+                (siblings, Some(rng.gen_range(0..a)))
+            })
+            .collect()
+    }
+
+    /// Tree D's binary SHA-256 path (32 GiB's 30 levels and shorter) and
+    /// Poseidon trees C and R of 2 KiB's 8-0-0 and 64 GiB's 8-8-2 shapes.
     #[test]
-    fn native_binary_inclusion_equals_por_circuit() {
+    fn native_inclusion_equals_por_circuit() {
+        use filecoin_hashers::poseidon::PoseidonHasher;
+        use storage_proofs_core::merkle::{BinaryMerkleTree, LCTree};
+        use typenum::{U0, U2, U8};
         type G = filecoin_proofs::DefaultPieceHasher;
         let mut rng = rand::rngs::StdRng::seed_from_u64(9);
         for levels in [1usize, 6, 30] {
-            let path: BinaryPath = (0..levels)
-                .map(|_| (vec![Some(Fr::random(&mut rng))], Some(rng.gen_range(0..2))))
-                .collect();
-            let (leaf, root) = (Fr::random(&mut rng), Fr::random(&mut rng));
-            let nums = |cs: &mut WitnessPart| {
-                let leaf = AllocatedNum::alloc(&mut *cs, || Ok(leaf)).expect("allocates");
-                let root = AllocatedNum::alloc(&mut *cs, || Ok(root)).expect("allocates");
-                (leaf, root)
-            };
-            let (mut native, mut gadget) = (WitnessPart::default(), WitnessPart::default());
-            let (l, r) = nums(&mut native);
-            binary_inclusion(&mut native, &path, &r, &l).expect("native");
-            let (l, r) = nums(&mut gadget);
-            crate::porep_witness::inclusion::<storage_proofs_core::merkle::BinaryMerkleTree<G>, _>(
-                &mut gadget,
-                &path.clone().into(),
-                &r,
-                &l,
-            )
-            .expect("gadget");
-            let (a, b) = (native.aux(), gadget.aux());
-            assert_eq!(a.len(), b.len(), "{levels} levels: aux count");
-            if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
-                panic!("{levels} levels: aux {i} differs");
-            }
-            assert!(native == gadget, "{levels} levels: inputs or operations");
+            let p = path(&vec![2; levels], &mut rng);
+            compare::<BinaryMerkleTree<G>>(
+                &format!("SHA-256, {levels} levels"),
+                &p,
+                TreeHash::Sha256,
+                &mut rng,
+            );
         }
+        let p = path(&[8, 8], &mut rng);
+        compare::<LCTree<PoseidonHasher, U8, U0, U0>>(
+            "Poseidon 8-0-0",
+            &p,
+            TreeHash::Poseidon,
+            &mut rng,
+        );
+        let mut arities = vec![8; 10];
+        arities.extend([8, 2]);
+        let p = path(&arities, &mut rng);
+        compare::<LCTree<PoseidonHasher, U8, U8, U2>>(
+            "Poseidon 8-8-2",
+            &p,
+            TreeHash::Poseidon,
+            &mut rng,
+        );
     }
 
     /// Random allocated bits (as a label's inputs come: variables).

@@ -28,11 +28,13 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use cuzk_stages::pce::{PartSize, Parts, WitnessCs, synthesize_parts};
+
+use crate::porep_native::{PathOptions, TreeHash};
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_11};
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::por::PoRCircuit;
 use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::gadgets::variables::Root;
 use storage_proofs_core::gadgets::{constraint, encode::encode};
@@ -46,14 +48,6 @@ use storage_proofs_porep::stacked::{
 
 type G = filecoin_proofs::DefaultPieceHasher;
 
-/// A Merkle path as the circuit takes it, for tree type `T`.
-type TreePath<T> = AuthPath<
-    <T as MerkleTreeTrait>::Hasher,
-    <T as MerkleTreeTrait>::Arity,
-    <T as MerkleTreeTrait>::SubTreeArity,
-    <T as MerkleTreeTrait>::TopTreeArity,
->;
-
 /// A vanilla Merkle proof in a tree of type `T`.
 type TreeProof<T> = MerkleProof<
     <T as MerkleTreeTrait>::Hasher,
@@ -63,20 +57,22 @@ type TreeProof<T> = MerkleProof<
 >;
 
 /// A parent column: its rows and the path of its hash in tree C.
-struct Opening<Tree: MerkleTreeTrait> {
+struct Opening {
     rows: Vec<Fr>,
-    path: TreePath<Tree>,
+    path: PathOptions,
 }
 
 /// One challenge's private inputs, as filecoin-proofs' circuit proof holds them.
 struct Challenge<Tree: MerkleTreeTrait> {
     data_leaf: Fr,
     node: u64,
-    comm_d_path: crate::porep_native::BinaryPath,
-    comm_r_last_path: TreePath<Tree>,
-    comm_c_path: TreePath<Tree>,
-    drg: Vec<Opening<Tree>>,
-    exp: Vec<Opening<Tree>>,
+    comm_d_path: PathOptions,
+    comm_r_last_path: PathOptions,
+    comm_c_path: PathOptions,
+    drg: Vec<Opening>,
+    exp: Vec<Opening>,
+    /// The tree type the paths belong to.
+    tree: std::marker::PhantomData<fn() -> Tree>,
 }
 
 /// A vanilla column proof's fields (private in storage-proofs-porep; read
@@ -105,7 +101,7 @@ fn io_error(e: impl std::fmt::Display) -> SynthesisError {
 impl<Tree: 'static + MerkleTreeTrait> Challenge<Tree> {
     /// What `StackedCircuit`'s `Proof::from(vanilla)` takes from a vanilla proof.
     fn of(p: &VanillaProof<Tree, G>) -> Result<Self, SynthesisError> {
-        let opening = |c: &ColumnProof<TreeProof<Tree>>| -> Result<Opening<Tree>, SynthesisError> {
+        let opening = |c: &ColumnProof<TreeProof<Tree>>| -> Result<Opening, SynthesisError> {
             let f = fields_of(c)?;
             Ok(Opening {
                 rows: f
@@ -114,7 +110,7 @@ impl<Tree: 'static + MerkleTreeTrait> Challenge<Tree> {
                     .iter()
                     .map(|&r| r.into())
                     .collect::<Vec<Fr>>(),
-                path: f.inclusion_proof.as_options().into(),
+                path: f.inclusion_proof.as_options(),
             })
         };
         let columns = &p.replica_column_proofs;
@@ -123,8 +119,8 @@ impl<Tree: 'static + MerkleTreeTrait> Challenge<Tree> {
             // The challenged node is the leaf tree D's path opens.
             node: p.comm_d_proofs.path_index() as u64,
             comm_d_path: p.comm_d_proofs.as_options(),
-            comm_r_last_path: p.comm_r_last_proof.as_options().into(),
-            comm_c_path: fields_of(&columns.c_x)?.inclusion_proof.as_options().into(),
+            comm_r_last_path: p.comm_r_last_proof.as_options(),
+            comm_c_path: fields_of(&columns.c_x)?.inclusion_proof.as_options(),
             drg: columns
                 .drg_parents
                 .iter()
@@ -135,6 +131,7 @@ impl<Tree: 'static + MerkleTreeTrait> Challenge<Tree> {
                 .iter()
                 .map(opening)
                 .collect::<Result<_, _>>()?,
+            tree: std::marker::PhantomData,
         })
     }
 }
@@ -194,7 +191,7 @@ fn prelude<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
 /// The inclusion of `leaf` under `root` along `path`, as filecoin-proofs enforces it.
 pub(crate) fn inclusion<T: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     cs: CS,
-    path: &TreePath<T>,
+    path: &PathOptions,
     root: &AllocatedNum<Fr>,
     leaf: &AllocatedNum<Fr>,
 ) -> Result<(), SynthesisError>
@@ -211,18 +208,40 @@ where
     PoRCircuit::<Wrapper<T>>::synthesize(
         cs,
         Root::from_allocated::<CS>(leaf.clone()),
-        path.clone(),
+        path.clone().into(),
         Root::from_allocated::<CS>(root.clone()),
         true,
     )
+}
+
+/// A Merkle inclusion by `route`: natively, or through `PoRCircuit`.
+fn tree_inclusion<T: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    cs: CS,
+    path: &PathOptions,
+    root: &AllocatedNum<Fr>,
+    leaf: &AllocatedNum<Fr>,
+    route: Route,
+    hash: TreeHash,
+) -> Result<(), SynthesisError>
+where
+    T::Hasher: 'static,
+{
+    match route {
+        Route::Native => crate::porep_native::inclusion(cs, path, root, leaf, hash),
+        Route::Gadgets => inclusion::<T, _>(cs, path, root, leaf),
+    }
 }
 
 /// The column hash (Poseidon over the column's rows).
 fn column_hash<CS: ConstraintSystem<Fr>>(
     cs: CS,
     rows: &[AllocatedNum<Fr>],
+    route: Route,
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
     use neptune::circuit::poseidon_hash;
+    if route == Route::Native && matches!(rows.len(), 2 | 11) {
+        return crate::poseidon_native::poseidon(cs, rows);
+    }
     match rows.len() {
         2 => poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_2),
         11 => poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_11),
@@ -237,14 +256,22 @@ fn column_hash<CS: ConstraintSystem<Fr>>(
 fn column_in_tree_c<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     rows: &[AllocatedNum<Fr>],
-    path: &TreePath<Tree>,
+    path: &PathOptions,
     s: &Shared,
+    route: Route,
 ) -> Result<(), SynthesisError>
 where
     Tree::Hasher: 'static,
 {
-    let hash = column_hash(cs.namespace(|| "column_hash"), rows)?;
-    inclusion::<Tree, _>(cs.namespace(|| "inclusion"), path, &s.comm_c, &hash)
+    let hash = column_hash(cs.namespace(|| "column_hash"), rows, route)?;
+    tree_inclusion::<Tree, _>(
+        cs.namespace(|| "inclusion"),
+        path,
+        &s.comm_c,
+        &hash,
+        route,
+        TreeHash::Poseidon,
+    )
 }
 
 /// Part 1: the data leaf and its inclusion in tree D.
@@ -255,18 +282,14 @@ fn data_leaf<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     route: Route,
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let leaf = alloc(cs.namespace(|| "data_leaf"), Some(c.data_leaf))?;
-    let cs = cs.namespace(|| "comm_d_inclusion");
-    match route {
-        Route::Native => {
-            crate::porep_native::binary_inclusion(cs, &c.comm_d_path, &s.comm_d, &leaf)?
-        }
-        Route::Gadgets => inclusion::<BinaryMerkleTree<G>, _>(
-            cs,
-            &c.comm_d_path.clone().into(),
-            &s.comm_d,
-            &leaf,
-        )?,
-    }
+    tree_inclusion::<BinaryMerkleTree<G>, _>(
+        cs.namespace(|| "comm_d_inclusion"),
+        &c.comm_d_path,
+        &s.comm_d,
+        &leaf,
+        route,
+        TreeHash::Sha256,
+    )?;
     Ok(leaf)
 }
 
@@ -283,17 +306,18 @@ fn parents<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     c: &Challenge<Tree>,
     s: &Shared,
+    route: Route,
 ) -> Result<Parents, SynthesisError>
 where
     Tree::Hasher: 'static,
 {
-    let mut open = |o: &Opening<Tree>| -> Result<Vec<AllocatedNum<Fr>>, SynthesisError> {
+    let mut open = |o: &Opening| -> Result<Vec<AllocatedNum<Fr>>, SynthesisError> {
         let rows = o
             .rows
             .iter()
             .map(|&r| alloc(cs.namespace(|| "column_row"), Some(r)))
             .collect::<Result<Vec<_>, _>>()?;
-        column_in_tree_c::<Tree, _>(cs.namespace(|| "column"), &rows, &o.path, s)?;
+        column_in_tree_c::<Tree, _>(cs.namespace(|| "column"), &rows, &o.path, s, route)?;
         Ok(rows)
     };
     let drg = c.drg.iter().map(&mut open).collect::<Result<Vec<_>, _>>()?;
@@ -303,9 +327,9 @@ where
     Ok(Parents { drg, exp, node })
 }
 
-/// How a partition's SHA-256 work (labels, tree D's path) is computed:
-/// natively (the default), or through storage-proofs' gadgets (what the
-/// native route is held to).
+/// How a partition's hashing (labels, tree D's path, column hashes, the
+/// paths in trees C and R) is computed: natively (the default), or through
+/// the gadgets (what the native route is held to).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
     Native,
@@ -372,19 +396,22 @@ fn encoding<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     s: &Shared,
     leaf: &AllocatedNum<Fr>,
     labels: &[AllocatedNum<Fr>],
+    route: Route,
 ) -> Result<(), SynthesisError>
 where
     Tree::Hasher: 'static,
 {
     let key = labels.last().ok_or(SynthesisError::Unsatisfiable)?;
     let encoded = encode(cs.namespace(|| "encode_node"), key, leaf)?;
-    inclusion::<Tree, _>(
+    tree_inclusion::<Tree, _>(
         cs.namespace(|| "comm_r_last_data_inclusion"),
         &c.comm_r_last_path,
         &s.comm_r_last,
         &encoded,
+        route,
+        TreeHash::Poseidon,
     )?;
-    column_in_tree_c::<Tree, _>(cs.namespace(|| "c_x"), labels, &c.comm_c_path, s)
+    column_in_tree_c::<Tree, _>(cs.namespace(|| "c_x"), labels, &c.comm_c_path, s, route)
 }
 
 /// Parts per challenge of `layers` layers.
@@ -416,7 +443,7 @@ where
     let (leaf, labels) = rayon::join(
         || data_leaf(&mut *leaf_part, c, s, route),
         || {
-            let p = parents(&mut *parents_part, c, s)?;
+            let p = parents(&mut *parents_part, c, s, route)?;
             label_parts
                 .par_iter_mut()
                 .enumerate()
@@ -424,7 +451,7 @@ where
                 .collect::<Result<Vec<_>, _>>()
         },
     );
-    encoding(last, c, s, &leaf?, &labels?)
+    encoding(last, c, s, &leaf?, &labels?, route)
 }
 
 /// Every challenge into its parts (`parts_per_challenge` each, in order).

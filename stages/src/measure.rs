@@ -212,9 +212,17 @@ pub fn measure(
         let z = as_scalars(view.take(layout.z));
         // The gadgets' witness first, where the circuit has a native one,
         // so what is evaluated below is the native witness the engine uses.
+        // Each timed run follows a witness run (an untimed one here): first
+        // in a repetition, the same gadgets measured 2.6 s against 1.1 s
+        // (16 KiB, 11 layers, 2 challenges, 2 cores).
+        {
+            let mut cs = WitnessCs::new(z, srs.inputs);
+            make().synthesize_witness(&mut cs)?;
+        }
         let t = Instant::now();
         let mut cs = WitnessCs::new(z, srs.inputs);
-        let reference = match make().synthesize_witness_gadgets(&mut cs) {
+        let gadgets = make().synthesize_witness_gadgets(&mut cs);
+        let reference = match gadgets {
             Some(result) => {
                 result?;
                 if let Some(e) = cs.take_error() {
