@@ -168,7 +168,7 @@ fn window_for<Tree: 'static + MerkleTreeTrait>(
         size,
         params,
         format!("wdpost-{}-{}", req.miner, req.partition),
-        vec![(Box::new(PostPartition(circuit)), inputs)],
+        vec![(Box::new(PostPartition::new(circuit, &partition)), inputs)],
         verifier,
     ))
 }
@@ -278,7 +278,7 @@ fn winning_for<Tree: 'static + MerkleTreeTrait>(
         size,
         params,
         format!("winpost-{}", req.miner),
-        vec![(Box::new(PostPartition(circuit)), inputs)],
+        vec![(Box::new(PostPartition::new(circuit, &parts[0])), inputs)],
         verifier,
     ))
 }

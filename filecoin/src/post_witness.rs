@@ -11,8 +11,9 @@
 //! leaves in parallel once the commitments are allocated; parts land in
 //! circuit order (`cuzk_stages::pce::synthesize_parts`), so the assignment
 //! is the one sequential synthesis makes and is checked against the
-//! recording like any other. Full synthesis and the recording run the
-//! circuit as it is.
+//! recording like any other. Each leaf's path in tree R is hashed natively
+//! (`poseidon_native`). Full synthesis and the recording run the circuit
+//! as it is.
 
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
@@ -26,14 +27,35 @@ use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::por::PoRCircuit;
 use storage_proofs_core::gadgets::variables::Root;
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_post::fallback::{FallbackPoStCircuit, Sector};
+use storage_proofs_post::fallback::{FallbackPoStCircuit, Proof, Sector};
 
-/// A PoSt partition: filecoin-proofs' circuit, its witness in parts.
-pub struct PostPartition<Tree: MerkleTreeTrait>(pub FallbackPoStCircuit<Tree>);
+use crate::porep_native::{PathOptions, TreeHash};
+use crate::porep_witness::Route;
+
+/// A PoSt partition: filecoin-proofs' circuit, its witness in parts, the
+/// Merkle paths hashed natively.
+pub struct PostPartition<Tree: MerkleTreeTrait> {
+    circuit: FallbackPoStCircuit<Tree>,
+    /// Per sector, per challenged leaf: the path the circuit opens (the
+    /// circuit keeps its paths private).
+    paths: Vec<Vec<PathOptions>>,
+}
 
 impl<Tree: 'static + MerkleTreeTrait> Clone for PostPartition<Tree> {
     fn clone(&self) -> Self {
-        Self(self.0.clone())
+        Self {
+            circuit: self.circuit.clone(),
+            paths: self.paths.clone(),
+        }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostPartition<Tree> {
+    /// The circuit filecoin-proofs made from `vanilla` (sector `i` of one
+    /// from proof `i` of the other).
+    pub fn new(circuit: FallbackPoStCircuit<Tree>, vanilla: &Proof<Tree::Proof>) -> Self {
+        let paths = vanilla.sectors.iter().map(|s| s.as_options()).collect();
+        Self { circuit, paths }
     }
 }
 
@@ -61,9 +83,11 @@ fn commitments<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
     Ok(comm_r_last)
 }
 
-/// One sector into its parts: the commitments, then the leaves in parallel.
+/// One sector into its parts: the commitments, then the leaves in
+/// parallel, their paths natively where `paths` has them.
 fn sector<Tree: 'static + MerkleTreeTrait, P: ConstraintSystem<Fr> + Send>(
     s: &Sector<Tree>,
+    paths: Option<&[PathOptions]>,
     parts: &mut [P],
 ) -> Result<(), SynthesisError> {
     let [first, leaves @ ..] = parts else {
@@ -75,65 +99,102 @@ fn sector<Tree: 'static + MerkleTreeTrait, P: ConstraintSystem<Fr> + Send>(
     let comm_r_last = commitments(first, s)?;
     leaves
         .par_iter_mut()
-        .zip(s.leafs.par_iter().zip(&s.paths))
-        .try_for_each(|(cs, (leaf, path))| {
-            PoRCircuit::<Tree>::synthesize(
+        .enumerate()
+        .try_for_each(|(i, cs)| match paths {
+            Some(paths) => {
+                // `PoRCircuit::synthesize`: the leaf, then its path.
+                let leaf = AllocatedNum::alloc(cs.namespace(|| "value"), || {
+                    s.leafs[i].ok_or(SynthesisError::AssignmentMissing)
+                })?;
+                crate::porep_native::inclusion(
+                    cs.namespace(|| "challenge_inclusion"),
+                    &paths[i],
+                    &comm_r_last,
+                    &leaf,
+                    TreeHash::Poseidon,
+                )
+            }
+            None => PoRCircuit::<Tree>::synthesize(
                 cs.namespace(|| "challenge_inclusion"),
-                Root::Val(*leaf),
-                path.clone(),
+                Root::Val(s.leafs[i]),
+                s.paths[i].clone(),
                 Root::from_allocated::<P>(comm_r_last.clone()),
                 true,
-            )
+            ),
         })
 }
 
-/// Every sector into its parts (`per` each, in order).
-struct SectorParts<Tree> {
+/// Every sector into its parts (`per` each, in order); items are sector
+/// indices, with their paths for the native route.
+struct SectorParts<'a, Tree: MerkleTreeTrait> {
     per: usize,
-    tree: std::marker::PhantomData<fn() -> Tree>,
+    sectors: &'a [Sector<Tree>],
+    paths: Option<&'a [Vec<PathOptions>]>,
 }
 
-impl<Tree: 'static + MerkleTreeTrait> Parts for SectorParts<Tree> {
-    type Item = Sector<Tree>;
+impl<Tree: 'static + MerkleTreeTrait> Parts for SectorParts<'_, Tree> {
+    type Item = usize;
     fn per_item(&self) -> usize {
         self.per
     }
     fn run<P: ConstraintSystem<Fr> + Send>(
         &self,
-        sectors: &[Sector<Tree>],
+        sectors: &[usize],
         parts: &mut [P],
     ) -> Result<(), SynthesisError> {
         parts
             .par_chunks_mut(self.per.max(1))
             .zip(sectors)
-            .try_for_each(|(parts, s)| sector(s, parts))
+            .try_for_each(|(parts, &i)| {
+                let paths = self.paths.map(|p| p[i].as_slice());
+                sector(&self.sectors[i], paths, parts)
+            })
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PostPartition<Tree> {
-    fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
-        self.0.synthesize(cs)
-    }
-
-    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
-        let sectors = &self.0.sectors;
+impl<Tree: 'static + MerkleTreeTrait> PostPartition<Tree> {
+    /// The witness in parts, the paths by `route`.
+    fn witness(&self, cs: &mut WitnessCs<'_>, route: Route) -> Result<(), SynthesisError> {
+        let sectors = &self.circuit.sectors;
         let leaves = sectors.first().map_or(0, |s| s.leafs.len());
         // Every sector must make the same parts; the circuit makes them so.
         if sectors.iter().any(|s| s.leafs.len() != leaves) {
             return Err(SynthesisError::Unsatisfiable);
         }
-        let parts = SectorParts::<Tree> {
+        let native = route == Route::Native
+            && self.paths.len() == sectors.len()
+            && self.paths.iter().all(|p| p.len() == leaves);
+        let parts = SectorParts {
             per: 1 + leaves,
-            tree: std::marker::PhantomData,
+            sectors,
+            paths: native.then_some(self.paths.as_slice()),
         };
-        synthesize_parts(cs, &parts, sectors, None).map(drop)
+        let items: Vec<usize> = (0..sectors.len()).collect();
+        synthesize_parts(cs, &parts, &items, None).map(drop)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PostPartition<Tree> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
+        self.circuit.synthesize(cs)
+    }
+
+    fn synthesize_witness(self: Box<Self>, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        self.witness(cs, Route::Native)
+    }
+
+    fn synthesize_witness_gadgets(
+        self: Box<Self>,
+        cs: &mut WitnessCs<'_>,
+    ) -> Option<Result<(), SynthesisError>> {
+        Some(self.witness(cs, Route::Gadgets))
     }
 
     fn synthesize_recording(
         self: Box<Self>,
         cs: &mut RecordingCs<'_>,
     ) -> Result<(), SynthesisError> {
-        self.0.synthesize(cs)
+        self.circuit.synthesize(cs)
     }
 
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
@@ -141,6 +202,6 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PostPartition<Tree> {
     }
 
     fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, SynthesisError> {
-        cuzk_stages::shape_of(self.0)
+        cuzk_stages::shape_of(self.circuit)
     }
 }
