@@ -162,7 +162,8 @@ pub struct Args {
     /// Write a waterfall chart of the run: OUT.svg, OUT.html, and its summary.
     #[arg(long)]
     pub waterfall: Option<PathBuf>,
-    /// Drive a running daemon here (HOST:PORT or unix:///path) instead of an
+    /// Drive a running daemon here (HOST:PORT, https://HOST:PORT or
+    /// unix:///path) instead of an
     /// engine of our own: -j clients each calling Prove until -c proofs are
     /// done, with --fixtures and --fil-kind choosing the request.
     #[arg(long)]
@@ -170,6 +171,15 @@ pub struct Args {
     /// The daemon's bearer token.
     #[arg(long, env = "CUZK_DAEMON__TOKEN")]
     pub token: Option<String>,
+    /// With an https:// --addr: the CA certificate (PEM) that issued the
+    /// daemon's.
+    #[arg(long, env = "CUZK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// This client's certificate and key (PEM), for a daemon that asks for one.
+    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `cuzk bench --addr`: load on a daemon.
@@ -195,6 +205,13 @@ fn run_daemon(addr: &str, args: &Args) -> anyhow::Result<ExitCode> {
             r
         }
     };
+    let tls = args
+        .tls_ca
+        .clone()
+        .map(|ca| cuzk::daemon::client::ClientTls {
+            ca,
+            identity: args.tls_cert.clone().zip(args.tls_key.clone()),
+        });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -203,6 +220,7 @@ fn run_daemon(addr: &str, args: &Args) -> anyhow::Result<ExitCode> {
         rt.block_on(cuzk::daemon::client::load(
             addr,
             args.token.as_deref(),
+            tls.as_ref(),
             maker("warm-"),
             w,
             clients,
@@ -213,6 +231,7 @@ fn run_daemon(addr: &str, args: &Args) -> anyhow::Result<ExitCode> {
     let report = rt.block_on(cuzk::daemon::client::load(
         addr,
         args.token.as_deref(),
+        tls.as_ref(),
         make,
         args.run.proofs,
         args.run.in_flight,

@@ -245,6 +245,7 @@ fn rss_of(metrics: &str) -> Option<u64> {
 pub async fn load(
     addr: &str,
     token: Option<&str>,
+    tls: Option<&ClientTls>,
     make: impl Fn(usize) -> SubmitProofRequest + Send + Sync + 'static,
     proofs: usize,
     clients: usize,
@@ -257,7 +258,7 @@ pub async fn load(
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients.max(1) {
-        let mut c = connect(addr, token).await?;
+        let mut c = connect_with(addr, token, tls).await?;
         let (make, next) = (make.clone(), next.clone());
         tasks.spawn(async move {
             let mut out = vec![];
@@ -288,7 +289,7 @@ pub async fn load(
             }
         });
     }
-    let mut sampler = connect(addr, token).await?;
+    let mut sampler = connect_with(addr, token, tls).await?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampling = {
         let stop = stop.clone();
