@@ -171,15 +171,8 @@ pub struct Args {
     /// The daemon's bearer token.
     #[arg(long, env = "CUZK_DAEMON__TOKEN")]
     pub token: Option<String>,
-    /// With an https:// --addr: the CA certificate (PEM) that issued the
-    /// daemon's.
-    #[arg(long, env = "CUZK_TLS_CA")]
-    pub tls_ca: Option<PathBuf>,
-    /// This client's certificate and key (PEM), for a daemon that asks for one.
-    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: super::tls_args::TlsArgs,
 }
 
 /// `cuzk bench --addr`: load on a daemon.
@@ -205,13 +198,7 @@ fn run_daemon(addr: &str, args: &Args) -> anyhow::Result<ExitCode> {
             r
         }
     };
-    let tls = args
-        .tls_ca
-        .clone()
-        .map(|ca| cuzk::daemon::client::ClientTls {
-            ca,
-            identity: args.tls_cert.clone().zip(args.tls_key.clone()),
-        });
+    let tls = args.tls.client();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

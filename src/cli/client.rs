@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use cuzk::daemon::client::{Client, ClientTls, connect_with, request_from_fixtures};
+use cuzk::daemon::client::{Client, connect_with, request_from_fixtures};
 use cuzk::daemon::proto::{self, Priority, SubmitProofRequest};
 use cuzk::filecoin::ProofKind;
 
@@ -16,16 +16,8 @@ pub struct Args {
     /// The daemon's bearer token.
     #[arg(long, env = "CUZK_DAEMON__TOKEN")]
     pub token: Option<String>,
-    /// With an https:// address: the CA certificate (PEM) that issued the
-    /// daemon's.
-    #[arg(long, env = "CUZK_TLS_CA")]
-    pub tls_ca: Option<PathBuf>,
-    /// This client's certificate (PEM), for a daemon that asks for one
-    /// (daemon.tls_client_ca); with --tls-key.
-    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: super::tls_args::TlsArgs,
     #[command(subcommand)]
     pub call: Call,
 }
@@ -280,10 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let tls = args.tls_ca.map(|ca| ClientTls {
-            ca,
-            identity: args.tls_cert.zip(args.tls_key),
-        });
+        let tls = args.tls.client();
         let c = connect_with(&args.addr, args.token.as_deref(), tls.as_ref()).await?;
         call(c, args.call)
             .await

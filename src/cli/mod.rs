@@ -11,6 +11,7 @@ mod info;
 mod prove;
 mod setup;
 mod soak;
+mod tls_args;
 mod waterfall;
 
 use std::path::PathBuf;
