@@ -195,7 +195,7 @@ pub fn check_published_vk(params: &Path) -> Result<(), FilError> {
 fn gen_porep<Tree: 'static + MerkleTreeTrait>(
     cfg: PoRepConfig,
     device: Device,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Phases> {
     type C<T> = StackedCompound<T, DefaultPieceHasher>;
     let pp = filecoin_proofs::parameters::public_params::<Tree>(&cfg)?;
     let blank = <C<Tree> as CompoundProof<
@@ -209,9 +209,14 @@ fn gen_porep<Tree: 'static + MerkleTreeTrait>(
 
 /// Makes parameters for `blank` with cuzk's setup from fresh secrets (the
 /// generators' multiples on `device`) and writes Filecoin's `.params` and `.vk` for the cache identifier `id`.
-fn write_generated<C: Circuit<Scalar>>(id: &str, blank: C, device: Device) -> anyhow::Result<()> {
+fn write_generated<C: Circuit<Scalar>>(
+    id: &str,
+    blank: C,
+    device: Device,
+) -> anyhow::Result<Phases> {
     let toxic = Toxic::random(&mut rand::rngs::OsRng);
     let (params, times) = cuzk_stages::setup::generate_timed(blank, &toxic, device)?;
+    let started = Instant::now();
     tracing::info!(
         id,
         record_s = times.record.as_secs_f64(),
@@ -226,7 +231,10 @@ fn write_generated<C: Circuit<Scalar>>(id: &str, blank: C, device: Device) -> an
     write_durably(&parameter_cache_verifying_key_path(id), |f| {
         params.vk.write(f)
     })?;
-    Ok(())
+    Ok(Phases {
+        setup: times,
+        write: started.elapsed(),
+    })
 }
 
 /// Writes `path` through a temporary file, synced and renamed over, so a
@@ -272,7 +280,7 @@ pub(crate) fn blank_post<Tree: 'static + MerkleTreeTrait>(
 fn gen_post<Tree: 'static + MerkleTreeTrait>(
     cfg: PoStConfig,
     device: Device,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Phases> {
     let (blank, pp) = blank_post::<Tree>(&cfg)?;
     <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_param_metadata(blank.clone(), &pp)?;
     let id = <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(&pp);
@@ -282,7 +290,7 @@ fn gen_post<Tree: 'static + MerkleTreeTrait>(
 fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     sector_size: u64,
     device: Device,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Phases> {
     let pp = storage_proofs_update::PublicParams::from_sector_size(sector_size);
     let blank = <EmptySectorUpdateCompound<Tree> as CompoundProof<
         EmptySectorUpdate<Tree>,
@@ -298,7 +306,32 @@ pub struct Generated {
     pub path: PathBuf,
     /// None: the file was already there.
     pub took: Option<Duration>,
+    /// Where the time went, when it was made.
+    pub phases: Option<Phases>,
     pub bytes: u64,
+}
+
+/// Where a parameter file's generation went: the setup's phases, then
+/// writing the files.
+#[derive(Clone, Debug)]
+pub struct Phases {
+    pub setup: cuzk_stages::setup::SetupTimes,
+    pub write: Duration,
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.setup;
+        write!(
+            f,
+            "recording {:.1} s, A/B/C(τ) {:.1} s, G1 {:.1} s, G2 {:.1} s, writing {:.1} s",
+            t.record.as_secs_f64(),
+            t.evaluate.as_secs_f64(),
+            t.g1.as_secs_f64(),
+            t.g2.as_secs_f64(),
+            self.write.as_secs_f64()
+        )
+    }
 }
 
 /// The note written beside locally generated parameters.
@@ -331,9 +364,10 @@ pub fn generate(
         let path = params_path(kind, sector_size)?;
         let existed = path.is_file();
         let started = Instant::now();
+        let mut phases = None;
         if !existed {
             tracing::info!(%kind, path = %path.display(), "generating parameters");
-            match kind {
+            phases = Some(match kind {
                 ProofKind::Porep => {
                     with_shape!(sector_size, gen_porep, porep_config(sector_size)?, device)?
                 }
@@ -344,13 +378,14 @@ pub fn generate(
                     device
                 )?,
                 ProofKind::Snap => with_shape!(sector_size, gen_update, sector_size, device)?,
-            }
+            });
         }
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         out.push(Generated {
             kind,
             path,
             took: (!existed).then(|| started.elapsed()),
+            phases,
             bytes,
         });
     }

@@ -478,9 +478,10 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
                 dir.display()
             );
             for g in params::generate(&kinds(&k)?, size, device)? {
-                let how = match g.took {
-                    Some(t) => format!("generated in {:.1} s", t.as_secs_f64()),
-                    None => "already there".into(),
+                let how = match (g.took, &g.phases) {
+                    (Some(t), Some(p)) => format!("generated in {:.1} s: {p}", t.as_secs_f64()),
+                    (Some(t), None) => format!("generated in {:.1} s", t.as_secs_f64()),
+                    (None, _) => "already there".into(),
                 };
                 println!(
                     "  {:<13} {} ({:.1} MiB, {how})",
