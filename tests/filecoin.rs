@@ -535,21 +535,9 @@ async fn synthetic_post_proofs_are_accepted_by_filecoins_verifiers() {
     let proof = prove(&engine, &srs, post::window_job(&req).unwrap())
         .await
         .unwrap();
+    let replicas = replicas(rp, &sectors);
     let verify = |bytes: &[u8]| {
-        // One partition's proof, merged as merge_window_post_partition_proofs does.
-        let Ok(merged) = filecoin_proofs_api::post::merge_window_post_partition_proofs(
-            rp,
-            vec![filecoin_proofs_api::PartitionSnarkProof(bytes.to_vec())],
-        ) else {
-            return false;
-        };
-        filecoin_proofs_api::post::verify_window_post(
-            &randomness,
-            &[(rp, &merged)],
-            &replicas(rp, &sectors),
-            ids::prover_id(miner),
-        )
-        .unwrap_or(false)
+        verify::window_partition(rp, &randomness, &replicas, ids::prover_id(miner), bytes)
     };
     assert!(
         verify(&proof.bytes),

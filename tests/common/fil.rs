@@ -94,6 +94,24 @@ pub mod verify {
         .iter()
         .map(|(s, c)| (SectorId::from(*s), PublicReplicaInfo::new(rp, hex32(c))))
         .collect();
+        window_partition(
+            rp,
+            &hex32(&meta.window.randomness),
+            &replicas,
+            prover_id(meta.miner),
+            bytes,
+        )
+    }
+
+    /// `verify_window_post` on one partition's proof bytes, merged as
+    /// `merge_window_post_partition_proofs` does.
+    pub fn window_partition(
+        rp: filecoin_proofs_api::RegisteredPoStProof,
+        randomness: &[u8; 32],
+        replicas: &BTreeMap<SectorId, PublicReplicaInfo>,
+        prover: [u8; 32],
+        bytes: &[u8],
+    ) -> bool {
         let Ok(merged) = filecoin_proofs_api::post::merge_window_post_partition_proofs(
             rp,
             vec![filecoin_proofs_api::PartitionSnarkProof(bytes.to_vec())],
@@ -101,10 +119,10 @@ pub mod verify {
             return false;
         };
         filecoin_proofs_api::post::verify_window_post(
-            &hex32(&meta.window.randomness),
+            randomness,
             &[(rp, &merged)],
-            &replicas,
-            prover_id(meta.miner),
+            replicas,
+            prover,
         )
         .unwrap_or(false)
     }
