@@ -14,6 +14,10 @@
 //! sequential synthesis makes, variable for variable, and is checked against
 //! the recording like any other.
 //!
+//! The hashing (labels, tree D's path, column hashes, the paths in trees C
+//! and R) is computed natively by default (`porep_native`,
+//! `poseidon_native`); the gadgets' route stays to compare against.
+//!
 //! Witness-only synthesis never evaluates a linear combination, so parts may
 //! share the values allocated in other parts (the prelude's numbers, the
 //! parent columns, the labels) whatever system allocated them.
@@ -28,8 +32,6 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use cuzk_stages::pce::{PartSize, Parts, WitnessCs, synthesize_parts};
-
-use crate::porep_native::{PathOptions, TreeHash};
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_11};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -45,6 +47,8 @@ use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{
     self, Column, ColumnProof, Proof as VanillaProof, create_label_circuit,
 };
+
+use crate::porep_native::{PathOptions, TreeHash};
 
 type G = filecoin_proofs::DefaultPieceHasher;
 
@@ -495,7 +499,7 @@ fn known_sizes() -> &'static Mutex<HashMap<ShapeKey, Vec<PartSize>>> {
 }
 
 /// A partition's witness: the prelude here, the challenges' parts in
-/// parallel, the SHA-256 work by `route`.
+/// parallel, the hashing by `route`.
 pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
     cs: &mut WitnessCs<'_>,
     pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
