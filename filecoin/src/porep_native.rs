@@ -196,6 +196,26 @@ fn sha256_of_children<CS: ConstraintSystem<Fr>>(
     hash_to_num(cs, &preimage)
 }
 
+/// Asserts a native witness equals the gadgets': the aux values (naming
+/// the first that differs), then inputs, counts and the sequence of
+/// operations.
+#[cfg(test)]
+pub(crate) fn assert_same_witness(
+    native: &cuzk_stages::pce::WitnessPart,
+    gadget: &cuzk_stages::pce::WitnessPart,
+    what: &str,
+) {
+    let (a, b) = (native.aux(), gadget.aux());
+    assert_eq!(a.len(), b.len(), "{what}: aux count");
+    if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+        panic!("{what}: aux {i} differs");
+    }
+    assert!(
+        native == gadget,
+        "{what}: inputs or the sequence of operations"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,12 +246,7 @@ mod tests {
         inclusion(&mut native, path, &r, &l, hash).expect("native");
         let (l, r) = nums(&mut gadget);
         crate::porep_witness::inclusion::<T, _>(&mut gadget, path, &r, &l).expect("gadget");
-        let (a, b) = (native.aux(), gadget.aux());
-        assert_eq!(a.len(), b.len(), "{name}: aux count");
-        if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
-            panic!("{name}: aux {i} differs");
-        }
-        assert!(native == gadget, "{name}: inputs or operations");
+        assert_same_witness(&native, &gadget, name);
     }
 
     /// Random siblings and indices for levels of the given arities.
@@ -324,16 +339,7 @@ mod tests {
             )
             .expect("gadget");
             assert_eq!(n.get_value(), g.get_value(), "layer {layer}: the label");
-            let (a, b) = (native.aux(), gadget.aux());
-            assert_eq!(a.len(), b.len(), "layer {layer}: aux count");
-            if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
-                panic!("layer {layer}: aux {i} differs");
-            }
-            // Counts and the fingerprint of the operations too.
-            assert!(
-                native == gadget,
-                "layer {layer}: the sequence of operations"
-            );
+            assert_same_witness(&native, &gadget, &format!("layer {layer}"));
         }
     }
 }

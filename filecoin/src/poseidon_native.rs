@@ -265,15 +265,7 @@ mod tests {
             }
             .expect("gadget");
             assert_eq!(n.get_value(), g.get_value(), "arity {arity}: the hash");
-            let (a, b) = (native.aux(), gadget.aux());
-            assert_eq!(a.len(), b.len(), "arity {arity}: aux count");
-            if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
-                panic!("arity {arity}: aux {i} differs");
-            }
-            assert!(
-                native == gadget,
-                "arity {arity}: the sequence of operations"
-            );
+            crate::porep_native::assert_same_witness(&native, &gadget, &format!("arity {arity}"));
         }
     }
 }
