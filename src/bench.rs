@@ -163,13 +163,14 @@ impl ProofSource for FilSource {
 }
 
 /// Runs `proofs` proofs from `source` with at most `in_flight` at once on
-/// `engine`; `on_done` is called after each proof.
+/// `engine`; `on_done` is called after each proof with how many are done,
+/// its latency in seconds and whether it verified.
 pub async fn run(
     engine: &Engine,
     source: &dyn ProofSource,
     proofs: usize,
     in_flight: usize,
-    on_done: impl Fn(usize),
+    on_done: impl Fn(usize, f64, bool),
 ) -> anyhow::Result<BenchReport> {
     anyhow::ensure!(proofs >= 1, "-c (proofs) must be at least 1");
     anyhow::ensure!(in_flight >= 1, "-j (proofs in flight) must be at least 1");
@@ -191,7 +192,7 @@ pub async fn run(
         }
         let (latency, out) = running.join_next().await.expect("jobs are running")?;
         done += 1;
-        on_done(done);
+        on_done(done, latency.as_secs_f64(), out.is_ok());
         match out {
             Ok(t) => {
                 latencies.push(latency.as_secs_f64());

@@ -125,6 +125,44 @@ async fn running_out_of_device_memory_is_a_clear_error_and_the_engine_goes_on() 
     prove(&engine, Workload::Chain, 4, 2, 1).await;
 }
 
+/// A device budget that holds the resident SRS and one partition's buffers
+/// but not two, with two device leases (as a 32 GiB PoRep on an 80 GB card):
+/// the second partition waits for the first's buffers instead of failing,
+/// and every proof verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
+    let Some(mut config) = gpu_config("pce_gpu") else {
+        return;
+    };
+    let (log_size, partitions) = (14, 4);
+    let srs = common::srs(Workload::Chain, log_size);
+    let buffers = cuzk::stages::gpu::partition_device_bytes(&srs.shape());
+    let matrices = 64 << 20;
+    config.gpu.msm_tables = false;
+    let budget = cuzk::stages::gpu::srs_device_bytes(&srs) + buffers * 3 / 2 + matrices;
+    config.gpu.vram_budget = ByteSize(budget as u64);
+    let engine = Engine::from_config(config).unwrap();
+    for seed in 0..2 {
+        let out = engine
+            .submit(chain_job(&srs, log_size, partitions, seed))
+            .await
+            .unwrap();
+        out.verify(&srs).unwrap();
+    }
+    let status = engine.status();
+    assert!(
+        status.quarantined_devices.is_empty(),
+        "waiting is not a fault"
+    );
+    let retried: u64 = status.nodes.iter().map(|n| n.retried + n.failed).sum();
+    assert_eq!(
+        retried, 0,
+        "no partition failed or moved: {:?}",
+        status.nodes
+    );
+    engine.shutdown().await;
+}
+
 /// pce_gpu with the matrices kept off the device (`gpu.pce_matrices`, as
 /// when they do not fit): partitions synthesized without room for a, b and
 /// c in their arenas have them evaluated on the host for the moment, and

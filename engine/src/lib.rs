@@ -42,6 +42,7 @@ pub use ranked::{RankedPermit, RankedSemaphore};
 pub use runtime::{NodeStatus, Quarantine, Runtime, RuntimeBuilder, Status};
 pub use spans::SpanObserver;
 pub use stage::{
-    CancelFlag, Cancelled, DeviceFault, FailOnDevices, Stage, StageContext, StageRegistry,
+    CancelFlag, Cancelled, DeviceBusy, DeviceFault, FailOnDevices, Stage, StageContext,
+    StageRegistry,
 };
 pub use timeline::TimelineWriter;

@@ -187,6 +187,24 @@ pub struct DeviceFault {
     pub message: String,
 }
 
+/// The device cannot take the partition *yet*: what the stage needs there
+/// (device memory, say) is held by partitions in flight on the same device,
+/// and will be free when they finish. Neither a fault nor a failure: the
+/// runtime gives back the partition's device leases and locks, waits until
+/// `freed` changes (or a second passes), and sends the partition back to
+/// the first node of its per-device run on the same device, ahead of new
+/// work. A stage must say busy only while other partitions hold what it
+/// needs, so that the wait ends.
+#[derive(Debug, thiserror::Error)]
+#[error("device {device} is busy: {message}")]
+pub struct DeviceBusy {
+    pub device: usize,
+    pub message: String,
+    /// Changes when the device frees what the stage waits for; subscribed
+    /// before the stage found it missing, so no release is lost.
+    pub freed: Option<tokio::sync::watch::Receiver<u64>>,
+}
+
 /// Wraps a stage so that it fails with a [`DeviceFault`] on chosen devices:
 /// a failure drill for operators and tests.
 pub struct FailOnDevices<T> {

@@ -648,3 +648,137 @@ async fn a_critical_job_overtakes_a_backlog_held_in_full_edges() {
         "no stage runs between its two device stages ({log:?})"
     );
 }
+
+/// Device memory of a toy device: `units` buffers, taken at stage_in and
+/// given back when the lease goes back (at compute here), with a watch that
+/// changes on every release.
+struct ToyMemory {
+    free: Mutex<usize>,
+    freed: tokio::sync::watch::Sender<u64>,
+    busy_answers: AtomicUsize,
+}
+
+impl ToyMemory {
+    fn take(&self, device: usize) -> anyhow::Result<()> {
+        let mut free = self.free.lock().unwrap();
+        if *free == 0 {
+            self.busy_answers.fetch_add(1, Ordering::SeqCst);
+            // Subscribed under the lock releases take: no release is missed.
+            return Err(cuzk_engine::DeviceBusy {
+                device,
+                message: "no buffer free".into(),
+                freed: Some(self.freed.subscribe()),
+            }
+            .into());
+        }
+        *free -= 1;
+        Ok(())
+    }
+    fn give_back(&self) {
+        *self.free.lock().unwrap() += 1;
+        self.freed.send_modify(|n| *n += 1);
+    }
+}
+
+/// Counts the partitions that waited for device memory.
+#[derive(Default)]
+struct MemoryWaits(AtomicUsize);
+impl cuzk_engine::Observer for MemoryWaits {
+    fn on_event(&self, e: &cuzk_engine::Event<'_>) {
+        if let cuzk_engine::EventKind::WaitEnd {
+            wait: cuzk_engine::Wait::Resource(r),
+            ..
+        } = e.kind
+            && r == "device memory"
+        {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// More leases than the device's memory holds buffers (a 32 GiB partition's
+/// buffers beside a resident SRS): a partition that finds none free waits
+/// for one and goes on, instead of failing as a device fault. Every
+/// partition completes, none fails or is retried, the device is never
+/// quarantined, and the waits are reported as waits on device memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_device_defers_partitions_until_its_memory_is_freed() {
+    const BUFFERS: usize = 1;
+    let memory = Arc::new(ToyMemory {
+        free: Mutex::new(BUFFERS),
+        freed: tokio::sync::watch::channel(0).0,
+        busy_answers: AtomicUsize::new(0),
+    });
+    let holding = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let stages = StageRegistry::new()
+        .with("stage_in", {
+            let (memory, holding, peak) = (memory.clone(), holding.clone(), peak.clone());
+            move |_: &mut Item, cx: &mut StageContext<'_>| {
+                memory.take(cx.device.unwrap())?;
+                let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .with("compute", {
+            let (memory, holding) = (memory.clone(), holding.clone());
+            move |item: &mut Item, cx: &mut StageContext<'_>| {
+                std::thread::sleep(Duration::from_millis(20));
+                holding.fetch_sub(1, Ordering::SeqCst);
+                memory.give_back();
+                item.devices.push(cx.device);
+                Ok(())
+            }
+        });
+    let waits = Arc::new(MemoryWaits::default());
+    let spec = GraphSpec::new("busy")
+        .resource(ResourceSpec::device_lease("vram").size(3))
+        .resource(ResourceSpec::lock("gpu").per_device())
+        .node(
+            NodeSpec::new("stage_in", "stage_in", "GPU")
+                .pool("a")
+                .workers(3)
+                .per_device()
+                .takes("vram")
+                .holds("gpu"),
+        )
+        .node(
+            NodeSpec::new("compute", "compute", "GPU")
+                .pool("b")
+                .workers(3)
+                .per_device()
+                .holds("gpu")
+                .releases("vram"),
+        )
+        .edge(SOURCE, "stage_in", 4)
+        .edge("stage_in", "compute", 4);
+    let rt = RuntimeBuilder::new(spec, stages, pools())
+        .devices(1)
+        .leases(Arc::new(SlotMaker))
+        .observer(waits.clone())
+        .start()
+        .unwrap();
+    let out = rt.submit("busy", items(12)).await.unwrap();
+    assert_eq!(out.partitions.len(), 12, "every partition completed");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        BUFFERS,
+        "never more buffers than the device has"
+    );
+    let busy = memory.busy_answers.load(Ordering::SeqCst);
+    assert!(
+        busy > 0,
+        "the device said busy (the test exercises the wait)"
+    );
+    assert_eq!(
+        waits.0.load(Ordering::SeqCst),
+        busy,
+        "each busy answer is one wait"
+    );
+    let status = rt.status();
+    assert!(status.quarantined_devices.is_empty(), "busy is not a fault");
+    for n in &status.nodes {
+        assert_eq!((n.failed, n.retried), (0, 0), "{n:?}");
+    }
+}

@@ -291,6 +291,14 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
             .expect("a valid template")
             .progress_chars("=> "),
     );
+    // Without the bar (a log, a device run that may be cut short), a line
+    // per proof as it lands.
+    let progress = |what: &str, done: usize, of: usize, s: f64, ok: bool| {
+        if args.quiet {
+            let verdict = if ok { "verified" } else { "FAILED" };
+            eprintln!("{what} {done}/{of}: {s:.2} s, {verdict}");
+        }
+    };
     if args.run.warmup > 0 {
         let w = args.run.warmup;
         let warm = rt
@@ -299,7 +307,7 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
                 source.as_ref(),
                 w,
                 spec.in_flight.min(w),
-                |_| {},
+                |done, s, ok| progress("warm-up proof", done, w, s, ok),
             ))
             .context("the warm-up proofs")?;
         anyhow::ensure!(
@@ -314,7 +322,10 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
         source.as_ref(),
         spec.proofs,
         spec.in_flight,
-        |done| bar.set_position(done as u64),
+        |done, s, ok| {
+            bar.set_position(done as u64);
+            progress("proof", done, spec.proofs, s, ok);
+        },
     ))?;
     bar.finish_and_clear();
     report.warmup = args.run.warmup;

@@ -12,7 +12,7 @@ use crate::job::{JobError, PartitionOutput, StageTiming};
 use crate::observer::{DeviceSpan, DropReason, EventKind, NodeRef, Wait};
 use crate::pool::run_on;
 use crate::resource::{GatePass, Held};
-use crate::stage::{Cancelled, DeviceFault, StageContext};
+use crate::stage::{Cancelled, DeviceBusy, DeviceFault, StageContext};
 
 use super::Shared;
 use super::envelope::{EdgeTx, Envelope};
@@ -430,7 +430,12 @@ impl<T: Send + 'static> Worker<T> {
                 env.partition,
                 env.device,
                 *elapsed,
-                result.as_ref().err().map(|e| format!("{e:#}")),
+                // A busy device is a wait, reported when it starts (below).
+                result
+                    .as_ref()
+                    .err()
+                    .filter(|e| !e.is::<DeviceBusy>())
+                    .map(|e| format!("{e:#}")),
                 notes,
                 spans,
             ),
@@ -537,6 +542,11 @@ impl<T: Send + 'static> Worker<T> {
         }
         if error.is::<Cancelled>() || env.job.is_cancelled() {
             shared.observers.emit(job, partition, dropped(here, &env));
+        } else if let Some(busy) = error.downcast_ref::<DeviceBusy>()
+            && rt.retry_at.is_some()
+            && env.device == Some(busy.device)
+        {
+            self.defer(env, busy.freed.clone());
         } else if let Some(fault) = error.downcast_ref::<DeviceFault>()
             && rt.retry_at.is_some()
             && env.failed_on.len() + 1 < shared.devices
@@ -565,6 +575,62 @@ impl<T: Send + 'static> Worker<T> {
         }
     }
 }
+
+impl<T: Send + 'static> Worker<T> {
+    /// After a [`DeviceBusy`]: gives back the partition's device leases and
+    /// the locks it kept, waits (as a wait on `device memory`) until the
+    /// device frees something or a second passes, and sends the partition
+    /// to the start of its per-device run on the same device, where it
+    /// comes before new work.
+    fn defer(&self, mut env: Envelope<T>, freed: Option<tokio::sync::watch::Receiver<u64>>) {
+        let shared = self.shared.clone();
+        let start = shared.nodes[self.node]
+            .retry_at
+            .expect("checked by the caller");
+        let device = env.device.expect("checked by the caller");
+        env.leases.clear();
+        env.kept.clear();
+        let (node, worker) = (self.node, self.index);
+        tokio::spawn(async move {
+            let here = shared.node_ref(node, Some(worker), Some(device));
+            let who = (env.job.id, Some(env.partition));
+            let wait = Wait::Resource(DEVICE_MEMORY);
+            shared
+                .observers
+                .emit(who.0, who.1, EventKind::WaitStart { node: here, wait });
+            let since = Instant::now();
+            let changed = async move {
+                match freed {
+                    Some(mut rx) => drop(rx.changed().await),
+                    None => std::future::pending().await,
+                }
+            };
+            let _ = tokio::time::timeout(BUSY_RECHECK, changed).await;
+            shared.observers.emit(
+                who.0,
+                who.1,
+                EventKind::WaitEnd {
+                    node: here,
+                    wait,
+                    waited: since.elapsed(),
+                },
+            );
+            env.queued_at = Instant::now();
+            // Unbounded: never blocks, and holds at most the partitions in flight.
+            if let Err(env) = shared.nodes[start].retry_tx[device].try_send(env) {
+                let settled = env.job.fail(JobError::Shutdown);
+                shared.settle(&env.job, settled);
+            }
+        });
+    }
+}
+
+/// What a partition a busy device sent back waits for, in its events.
+pub const DEVICE_MEMORY: &str = "device memory";
+
+/// How long a partition a busy device sent back waits at most before it
+/// tries again (a release it was told of ends the wait sooner).
+const BUSY_RECHECK: Duration = Duration::from_secs(1);
 
 /// Sends a partition a device failed to another device, at the start of its
 /// run of per-device nodes: the healthy device with the shortest retry queue.

@@ -124,7 +124,7 @@ impl GpuContext {
             return Ok(Some(d.clone()));
         }
         let bytes = pce_device_bytes(r);
-        let reservation = match dev.vram.reserve(bytes, "pre-compiled constraints") {
+        let reservation = match dev.reserve(bytes, "pre-compiled constraints") {
             Ok(res) => res,
             Err(e) => {
                 tracing::warn!("{e}; evaluating a, b and c on the host instead");

@@ -81,6 +81,8 @@ pub struct GpuDevice {
     resident: Mutex<PerSrs<Arc<DeviceSrs>>>,
     /// Pre-compiled constraints resident here, by recording.
     pce: Mutex<PerKey<crate::pce::Recording, Arc<DevicePce>>>,
+    /// Partition buffers, lent to device leases.
+    buffers: slot::BufferPool,
 }
 
 impl GpuDevice {
@@ -90,6 +92,7 @@ impl GpuDevice {
             vram: VramBudget::new(ordinal as usize, vram_budget),
             resident: Mutex::new(PerSrs::new()),
             pce: Mutex::new(PerKey::new()),
+            buffers: slot::BufferPool::new(),
         })
     }
 
@@ -201,7 +204,7 @@ impl GpuContext {
             if let Some(d) = cache.get(srs) {
                 return Ok(d.clone());
             }
-            match dev.vram.reserve(bytes, "the resident SRS") {
+            match dev.reserve(bytes, "the resident SRS") {
                 Ok(reservation) => {
                     let started = Instant::now();
                     let mut d = DeviceSrs::upload(stream, srs, reservation)?;
@@ -219,7 +222,7 @@ impl GpuContext {
                 Err(e) => tracing::warn!("{e}; streaming SRS points for each partition instead"),
             }
         }
-        let reservation = dev.vram.reserve(bytes, "streamed SRS points")?;
+        let reservation = dev.reserve_or_wait(bytes, "streamed SRS points")?;
         if let Err(e) = srs.pin_host() {
             // Still correct from pageable memory, only slower.
             tracing::warn!("page-locking SRS points for streaming failed: {e}");

@@ -1,13 +1,17 @@
-//! The GPU's device lease: a stream of its own and device buffers sized for
-//! a partition of some SRS shape, kept across partitions (device memory is
-//! reserved from the device's budget when a slot grows, not per partition,
-//! and freeing it, which synchronises the whole device on CUDA, is rare).
+//! The GPU's device lease: a stream of its own, and device buffers sized for
+//! a partition of some SRS shape that the device lends it from staging until
+//! the lease goes back. The device keeps returned buffers for the next
+//! partition (device memory is reserved from the device's budget when a pool
+//! grows, not per partition, and freeing it, which synchronises the whole
+//! device on CUDA, is rare); when memory is short and other partitions hold
+//! buffers, a partition waits for them instead of failing.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cuzk_engine::{DeviceFault, DeviceSlot, LeaseProvider};
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
-use cuzk_gpu::vram::Reservation;
+use cuzk_gpu::vram::{Reservation, VramError};
 
 use super::{DeviceSrs, GpuContext, GpuDevice};
 use crate::srs::SrsShape;
@@ -54,12 +58,7 @@ pub fn partition_device_bytes(shape: &SrsShape) -> usize {
 }
 
 impl Buffers {
-    fn alloc(dev: &GpuDevice, shape: SrsShape) -> anyhow::Result<Self> {
-        let reservation = dev.vram.reserve(
-            partition_device_bytes(&shape),
-            "a partition's device buffers",
-        )?;
-        let d = dev.ordinal;
+    fn alloc(d: i32, shape: SrsShape, reservation: Reservation) -> anyhow::Result<Self> {
         let n = shape.inputs + shape.aux;
         Ok(Self {
             shape,
@@ -91,10 +90,117 @@ impl Buffers {
     }
 }
 
+/// Device memory is short now, but partitions in flight on the device hold
+/// buffers they will give back: the stage answers [`cuzk_engine::DeviceBusy`]
+/// and the partition waits for them (see `fault`).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub(super) struct MemoryBusy {
+    pub message: String,
+    pub freed: tokio::sync::watch::Receiver<u64>,
+}
+
+/// Partition buffers of one device: kept when their lease goes back, so the
+/// next partition reuses them (freeing device memory synchronises the whole
+/// device on CUDA), and given up when something else needs the memory.
+pub(super) struct BufferPool {
+    spare: Mutex<Vec<Buffers>>,
+    /// Buffers leases hold now.
+    lent: AtomicUsize,
+    /// Changes each time a lease gives its buffers back.
+    freed: tokio::sync::watch::Sender<u64>,
+}
+
+impl BufferPool {
+    pub(super) fn new() -> Self {
+        Self {
+            spare: Mutex::new(Vec::new()),
+            lent: AtomicUsize::new(0),
+            freed: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    /// Frees one spare; false if none was left.
+    fn give_up_one(&self) -> bool {
+        self.spare.lock().unwrap().pop().is_some()
+    }
+}
+
+impl GpuDevice {
+    /// Reserves `bytes` for `what`, giving up spare partition buffers while
+    /// the budget is short (a resident SRS or matrices serve every partition;
+    /// spare buffers only spare an allocation).
+    pub(super) fn reserve(&self, bytes: usize, what: &str) -> Result<Reservation, VramError> {
+        loop {
+            match self.vram.reserve(bytes, what) {
+                Err(e) if self.buffers.give_up_one() => drop(e),
+                r => return r,
+            }
+        }
+    }
+
+    /// Like [`Self::reserve`], but while leases hold buffers a shortage is
+    /// [`MemoryBusy`]: they will give them back.
+    pub(super) fn reserve_or_wait(&self, bytes: usize, what: &str) -> anyhow::Result<Reservation> {
+        // Subscribed first, so a release after the shortage is not missed.
+        let freed = self.buffers.freed.subscribe();
+        self.reserve(bytes, what)
+            .map_err(|e| self.busy_or(e, freed))
+    }
+
+    /// `e` as [`MemoryBusy`] when leases hold buffers, else as it is: with
+    /// none in flight, waiting would not help.
+    fn busy_or(&self, e: VramError, freed: tokio::sync::watch::Receiver<u64>) -> anyhow::Error {
+        match self.buffers.lent.load(Ordering::SeqCst) {
+            0 => e.into(),
+            lent => MemoryBusy {
+                message: format!(
+                    "{e}; waiting for the buffers of the {lent} partition(s) in flight on it"
+                ),
+                freed,
+            }
+            .into(),
+        }
+    }
+
+    /// Buffers for a partition of `shape`: a spare that fits, else new ones.
+    fn lend_buffers(&self, shape: SrsShape) -> anyhow::Result<Buffers> {
+        let freed = self.buffers.freed.subscribe();
+        let taken = {
+            let mut spare = self.buffers.spare.lock().unwrap();
+            spare
+                .iter()
+                .position(|b| b.fits(&shape))
+                .map(|i| spare.swap_remove(i))
+        };
+        let buffers = match taken {
+            Some(b) => b,
+            None => {
+                let reservation = self
+                    .reserve(
+                        partition_device_bytes(&shape),
+                        "a partition's device buffers",
+                    )
+                    .map_err(|e| self.busy_or(e, freed))?;
+                Buffers::alloc(self.ordinal, shape, reservation)?
+            }
+        };
+        self.buffers.lent.fetch_add(1, Ordering::SeqCst);
+        Ok(buffers)
+    }
+
+    fn take_back_buffers(&self, b: Buffers) {
+        self.buffers.spare.lock().unwrap().push(b);
+        self.buffers.lent.fetch_sub(1, Ordering::SeqCst);
+        self.buffers.freed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
 /// One device lease on the GPU.
 pub struct GpuSlot {
     pub(super) dev: Arc<GpuDevice>,
     pub(super) stream: Stream,
+    /// Lent by the device from staging until the lease goes back.
     pub(super) buffers: Option<Buffers>,
     /// The SRS on the device for the partition staged here.
     pub(super) srs: Option<Arc<DeviceSrs>>,
@@ -113,12 +219,15 @@ impl GpuSlot {
         })
     }
 
-    /// Buffers for `shape`: these, or new ones (the old ones freed first, so
-    /// their budget is back before the new reservation).
+    /// Buffers for `shape`: these, or ones the device lends (these given
+    /// back first). [`MemoryBusy`] while partitions in flight hold the
+    /// memory they need.
     pub(super) fn buffers_for(&mut self, shape: SrsShape) -> anyhow::Result<&mut Buffers> {
         if !self.buffers.as_ref().is_some_and(|b| b.fits(&shape)) {
-            self.buffers = None;
-            self.buffers = Some(Buffers::alloc(&self.dev, shape)?);
+            if let Some(b) = self.buffers.take() {
+                self.dev.take_back_buffers(b);
+            }
+            self.buffers = Some(self.dev.lend_buffers(shape)?);
         }
         Ok(self.buffers.as_mut().expect("just made"))
     }
@@ -133,9 +242,13 @@ impl GpuSlot {
 
 impl DeviceSlot for GpuSlot {
     fn reset(&mut self) {
-        // A streamed SRS copy is freed here; the buffers and stream stay.
+        // A streamed SRS copy is freed here, then the buffers go back to the
+        // device (a partition waiting for memory hears of it); the stream stays.
         self.srs = None;
         self.staged = false;
+        if let Some(b) = self.buffers.take() {
+            self.dev.take_back_buffers(b);
+        }
     }
 }
 

@@ -6,13 +6,13 @@ use std::time::Instant;
 
 use anyhow::Context;
 use blstrs::Scalar;
-use cuzk_engine::{ArenaLease, ArenaView, DeviceFault, Stage, StageContext};
+use cuzk_engine::{ArenaLease, ArenaView, DeviceBusy, DeviceFault, Stage, StageContext};
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
 use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, Select};
 
-use super::slot::{Buffers, DeviceLists};
+use super::slot::{Buffers, DeviceLists, MemoryBusy};
 use super::tables;
 use super::{GpuContext, GpuSlot, Unsatisfied};
 use crate::cs::popcount;
@@ -66,13 +66,27 @@ impl Spans {
 }
 
 /// A device-side failure, so the runtime retries the partition elsewhere;
-/// a witness the constraints reject fails the partition as it is.
+/// a witness the constraints reject fails the partition as it is; memory
+/// that partitions in flight hold makes the partition wait for it.
 fn fault(cx: &StageContext<'_>, e: anyhow::Error) -> anyhow::Error {
     if e.is::<Unsatisfied>() {
         return e;
     }
+    let device = cx.device.unwrap_or(0);
+    // Memory partitions in flight hold: the partition waits for it.
+    let e = match e.downcast::<MemoryBusy>() {
+        Ok(busy) => {
+            return DeviceBusy {
+                device,
+                message: busy.message,
+                freed: Some(busy.freed),
+            }
+            .into();
+        }
+        Err(e) => e,
+    };
     DeviceFault {
-        device: cx.device.unwrap_or(0),
+        device,
         message: format!("{e:#}"),
     }
     .into()
