@@ -23,7 +23,8 @@
 #                               16 cores; chain 2^24 and 2^26 and 2 KiB Filecoin parameters on the GPU)
 #   scripts/h200.sh setup32    (the setup's GPU test; 32 GiB PoRep parameters on the GPU into /tmp/fil-32g, time and peak RSS)
 #   scripts/h200.sh porep32    (right after setup32, on the same warm machine: a synthetic 32 GiB sector proved with
-#                               pce_gpu, warm-up then PROOFS=3 proofs, every one checked by verify_seal; waterfall)
+#                               pce_gpu, WARMUP=1 then PROOFS=3 proofs (JOBS in flight, ARENAS=2 host arenas), every one
+#                               checked by verify_seal; waterfall; the log in $OUT/porep32.log)
 #   scripts/h200.sh p32        (setup32 then porep32 in one call, each bounded by the call's 10 minutes; the GPU setup
 #                               only where its test passes, else the CPU's; a later porep32 call reuses what it made)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
@@ -77,6 +78,9 @@ p32)
   timeout 120 "$bin/setup_test" --test-threads 1 gpu_setup_equals_cpu_setup 2>&1 | grep -E "^test |test result|panicked" \
       | tee "$out/setup_test.txt"
   grep -q "test result: ok. 1 passed" "$out/setup_test.txt" && dev=gpu
+  # The device-memory wait (a partition whose buffers do not fit yet waits).
+  [ -x "$bin/gpu_proofs" ] && timeout 120 "$bin/gpu_proofs" --test-threads 1 a_partition_waits 2>&1 \
+      | grep -E "^test |test result|panicked"
   if [ ! -f /tmp/fil-32g/done ]; then
     rm -rf /tmp/fil-32g
     RUST_LOG=info timeout $(left) /usr/bin/time -f "32 GiB PoRep parameters ($dev): %e s, peak RSS %M KiB" \
@@ -91,9 +95,14 @@ p32)
 porep32)
   [ -f /tmp/syn32/c1-wrapper.json ] || "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
   free -g | head -2
-  env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu CUZK_ARENAS__COUNT=${ARENAS:-3} \
-      timeout $(( $(left) - 15 )) /usr/bin/time -f "bench: %e s, peak RSS %M KiB" "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json \
-      --miner 1000 -c ${PROOFS:-3} -j 1 --warmup 1 --waterfall "$out/wf/porep32" 2>&1 | tail -24
+  # A line per proof as it lands; the whole log (SRS, recording and
+  # matrices resident, waits) comes back in $out/porep32.log.
+  env $gpu_env RUST_LOG=warn,cuzk_stages=info CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu \
+      CUZK_ARENAS__COUNT=${ARENAS:-2} timeout $(( $(left) - 15 )) /usr/bin/time -f "bench: %e s, peak RSS %M KiB" \
+      "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json --miner 1000 -c ${PROOFS:-3} -j ${JOBS:-1} \
+      --warmup ${WARMUP:-1} --waterfall "$out/wf/porep32" > "$out/porep32.log" 2>&1
+  grep -v "INFO" "$out/porep32.log" | cut -c1-300 | tail -40
+  grep "INFO" "$out/porep32.log" | cut -c1-300 | head -12
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv
   ;;
 tests)
