@@ -391,9 +391,20 @@ pub struct QueryCounts {
     pub significant: usize,
 }
 
+/// Device bytes `prep_query` needs for its counters over `n` variables:
+/// two 12-byte counters a variable, and the scan's own scratch (a status
+/// word per tile of hundreds of variables; generously bounded here, and
+/// `prep_query` allocates rather than overruns if it is not).
+pub fn prep_scratch_bytes(n: usize) -> usize {
+    24 * n + n / 16 + 4096
+}
+
 /// prep_msm for one query on the device, from the canonical assignment `z`
 /// of `n_inputs + n_aux` variables: lists in `lists` (which must hold every
-/// selected candidate); returns once done, with the counts.
+/// selected candidate); returns once done, with the counts. Its counters go
+/// into `scratch` (overwritten) when it holds them, else into memory it
+/// allocates for the call.
+#[allow(clippy::too_many_arguments)]
 pub fn prep_query(
     stream: &Stream,
     z: &DeviceBuffer,
@@ -402,6 +413,7 @@ pub fn prep_query(
     inputs: Select<'_>,
     aux: Select<'_>,
     lists: &QueryLists<'_>,
+    scratch: Option<&DeviceBuffer>,
 ) -> Result<QueryCounts, KernelError> {
     let n = n_inputs + n_aux;
     assert!(n < u32::MAX as usize, "assignment beyond u32 indices");
@@ -437,6 +449,8 @@ pub fn prep_query(
             lists.sig_base.at(0),
             lists.sig_scalar.at(0),
             counts.as_mut_ptr(),
+            scratch.map_or(std::ptr::null_mut(), |b| b.at::<u8>(0).cast()),
+            scratch.map_or(0, DeviceBuffer::bytes),
         )
     }?;
     Ok(QueryCounts {

@@ -126,13 +126,16 @@ RustError cuzk_to_canonical(int device, void* stream, fr_t* z, size_t n)
 
 // One query's lists (written only if `scatter`), on the caller's stream;
 // returns, synchronised, with the totals: counts[0] selected, [1] ones,
-// [2] significant.
+// [2] significant. The scan's counters (24 bytes a variable) go into
+// `scratch` when it holds them (a buffer the partition fills later, so the
+// device needs no memory beyond the partition's own), else are allocated.
 RustError cuzk_prep_query(int device, void* stream, const fr_t* z,
                           uint32_t n_inputs, uint32_t n,
                           uint32_t input_mode, const uint64_t* input_bits,
                           uint32_t aux_mode, const uint64_t* aux_bits,
                           bool scatter, uint32_t* ones, uint32_t* sig_base,
-                          uint32_t* sig_scalar, uint32_t* counts)
+                          uint32_t* sig_scalar, uint32_t* counts,
+                          void* scratch, size_t scratch_bytes)
 {
     CUZK_TRY
     select_gpu(device).select();
@@ -141,17 +144,22 @@ RustError cuzk_prep_query(int device, void* stream, const fr_t* z,
     if (n == 0)
         return RustError{cudaSuccess};
     prep_query q{z, n_inputs, n, input_mode, aux_mode, input_bits, aux_bits};
-    stream_buf<prep_counts> flags(n, s), incl(n, s);
+    size_t temp_bytes = 0;
+    CUZK_CHECK(cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, (const prep_counts*)nullptr,
+                                              (prep_counts*)nullptr, prep_sum{}, (int)n, s));
+    const size_t counters = (n * sizeof(prep_counts) + 255) & ~size_t(255);
+    const size_t need = 2 * counters + temp_bytes;
+    const bool carve = scratch != nullptr && scratch_bytes >= need;
+    stream_buf<uint8_t> own(carve ? 0 : need, s);
+    uint8_t* base = carve ? (uint8_t*)scratch : (uint8_t*)own;
+    prep_counts* flags = (prep_counts*)base;
+    prep_counts* incl = (prep_counts*)(base + counters);
+    uint8_t* temp = base + 2 * counters;
     const int blocks = s.sm_count() * 4;
     prep_flag<<<blocks, 256, 0, s>>>(q, flags);
     CUZK_CHECK(cudaGetLastError());
-    size_t temp_bytes = 0;
-    CUZK_CHECK(cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, (const prep_counts*)flags,
-                                              (prep_counts*)incl, prep_sum{}, (int)n, s));
-    stream_buf<uint8_t> temp(temp_bytes, s);
-    CUZK_CHECK(cub::DeviceScan::InclusiveScan((uint8_t*)temp, temp_bytes,
-                                              (const prep_counts*)flags, (prep_counts*)incl,
-                                              prep_sum{}, (int)n, s));
+    CUZK_CHECK(cub::DeviceScan::InclusiveScan(temp, temp_bytes, (const prep_counts*)flags,
+                                              incl, prep_sum{}, (int)n, s));
     if (scatter) {
         prep_scatter<<<blocks, 256, 0, s>>>(q, incl, ones, sig_base, sig_scalar);
         CUZK_CHECK(cudaGetLastError());

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use cuzk_engine::{DeviceFault, DeviceSlot, LeaseProvider};
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::ops;
 use cuzk_gpu::vram::{Reservation, VramError};
 
 use super::{DeviceSrs, GpuContext, GpuDevice};
@@ -50,11 +51,13 @@ pub(super) struct Buffers {
 }
 
 /// Device bytes of a partition's buffers for `shape`, with the scratch of
-/// prep on the device (two 12-byte counters per variable).
+/// prep on the device beyond what a's buffer holds (prep runs before a is
+/// filled and keeps its counters there).
 pub fn partition_device_bytes(shape: &SrsShape) -> usize {
     let n = shape.inputs + shape.aux;
     let bitmaps = (2 * shape.aux.div_ceil(64) + shape.inputs.div_ceil(64) + 3) * 8;
-    (3 * shape.domain + n) * 32 + 3 * 4 * (shape.aux + 2 * n) + bitmaps + 24 * n
+    let prep_beyond_a = ops::prep_scratch_bytes(n).saturating_sub(shape.domain * 32);
+    (3 * shape.domain + n) * 32 + 3 * 4 * (shape.aux + 2 * n) + bitmaps + prep_beyond_a
 }
 
 impl Buffers {

@@ -145,6 +145,9 @@ impl GpuContext {
         if host_plan.is_none() {
             // The MSMs read the canonical form; the arena keeps Montgomery's.
             ops::to_canonical(stream, &bufs.z, n)?;
+            // Before a, b and c arrive: prep keeps its counters in a's buffer.
+            let plan = spans.time("prep", || prepare_on_device(stream, bufs, &layout, &view))?;
+            w.plan = Some(plan);
         }
         let abc = [layout.a, layout.b, layout.c].map(|r| view.take(r));
         match &w.deferred_abc {
@@ -164,10 +167,6 @@ impl GpuContext {
                 bufs.b.copy_in(stream, b)?;
                 Ok(bufs.c.copy_in(stream, c)?)
             })?,
-        }
-        if host_plan.is_none() {
-            let plan = spans.time("prep", || prepare_on_device(stream, bufs, &layout, &view))?;
-            w.plan = Some(plan);
         }
         // The arena must not change until the copies land.
         stream.sync()?;
@@ -274,9 +273,22 @@ fn prepare_on_device(
         zeros: c.selected - c.ones - c.significant,
     };
     let z = &bufs.z;
+    // The counters go where a, b and c land after prep: no memory beyond
+    // the partition's own (3 GB at 2^27, the room the matrices need on an
+    // 80 GB card beside a 32 GiB PoRep SRS).
+    let scratch = Some(&bufs.a);
     // L selects every aux variable: its significant terms decide whether
     // each query whose aux part is full is dense.
-    let l = ops::prep_query(stream, z, ni, na, Select::None, Select::All, &lists(0))?;
+    let l = ops::prep_query(
+        stream,
+        z,
+        ni,
+        na,
+        Select::None,
+        Select::All,
+        &lists(0),
+        scratch,
+    )?;
     let sig_aux = l.significant;
     let l = match is_dense(true, sig_aux, na) {
         true => plan_of(QueryCounts::default(), Some(0)),
@@ -287,7 +299,7 @@ fn prepare_on_device(
         true => Select::None,
         false => Select::Bitmap(&bufs.densities[0], 0),
     };
-    let a = ops::prep_query(stream, z, ni, na, Select::All, a_aux, &lists(1))?;
+    let a = ops::prep_query(stream, z, ni, na, Select::All, a_aux, &lists(1), scratch)?;
     let used_inputs = popcount(density[1]);
     let b_dense = is_dense(popcount(density[2]) == na, sig_aux, na);
     let b_aux = match b_dense {
@@ -295,7 +307,7 @@ fn prepare_on_device(
         false => Select::Bitmap(&bufs.densities[2], 0),
     };
     let b_inputs = Select::Bitmap(&bufs.densities[1], 0);
-    let b = ops::prep_query(stream, z, ni, na, b_inputs, b_aux, &lists(2))?;
+    let b = ops::prep_query(stream, z, ni, na, b_inputs, b_aux, &lists(2), scratch)?;
     Ok(MsmPlan {
         l,
         a: plan_of(a, a_dense.then_some(ni)),
