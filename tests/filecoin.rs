@@ -256,7 +256,7 @@ fn counts_at_32gib_are_the_published_ones() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pce_equals_full_synthesis_for_porep_and_post_and_proves() {
+async fn pce_equals_full_synthesis_for_porep_post_and_snap_and_proves() {
     use std::sync::Arc;
     fixtures();
     let dir = tempfile::tempdir().unwrap();
@@ -280,6 +280,14 @@ async fn pce_equals_full_synthesis_for_porep_and_post_and_proves() {
         post::winning_job(&winning_request()).unwrap().circuits
     })
     .await;
+    // SnapDeals computes its challenges in parallel, its paths natively
+    // (Poseidon in tree R, SHA-256 in tree D): the same again.
+    let job = snap::job(&snap_request()).unwrap();
+    let srs = Arc::new(cuzk::stages::Srs::read(&job.params, false).unwrap());
+    common::pce::matches_full_synthesis(&srs, dir.path(), || {
+        snap::job(&snap_request()).unwrap().circuits
+    })
+    .await;
     // Through the pce graph, twice (the recording read from disk, then from
     // memory), witness-only: Filecoin's verifier accepts both.
     let mut c = common::config("pce");
@@ -299,6 +307,13 @@ async fn pce_equals_full_synthesis_for_porep_and_post_and_proves() {
             .collect();
         assert_eq!(notes, [origin]);
     }
+    let proof = prove(&engine, &cache, snap::job(&snap_request()).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        verify::snap(&proof.bytes),
+        "verify_empty_sector_update_proof accepts the native witness's proof"
+    );
 }
 
 /// A native witness wrong in one wire is caught before any proving (the

@@ -28,6 +28,7 @@ pub mod post;
 mod post_witness;
 pub mod shaped;
 pub mod snap;
+mod snap_witness;
 pub mod synthetic;
 
 pub use error::FilError;

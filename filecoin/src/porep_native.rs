@@ -163,16 +163,24 @@ pub(crate) fn inclusion<CS: ConstraintSystem<Fr>>(
             })
             .collect::<Result<Vec<_>, _>>()?;
         let children = insert(cs, &cur, &bits, &siblings)?;
-        cur = match hash {
-            TreeHash::Sha256 => sha256_of_children(cs.namespace(|| "hash"), &children)?,
-            TreeHash::Poseidon => {
-                crate::poseidon_native::poseidon(cs.namespace(|| "hash"), &children)?
-            }
-        };
+        cur = hash_children(cs.namespace(|| "hash"), &children, hash)?;
     }
     multipack::pack_into_inputs(cs.namespace(|| "path"), &index_bits)?;
     constraint::equal(&mut cs, || "root", &cur, root);
     Ok(())
+}
+
+/// A Merkle node from its children, natively: the tree's
+/// `hash_multi_leaf_circuit`.
+pub(crate) fn hash_children<CS: ConstraintSystem<Fr>>(
+    cs: CS,
+    children: &[AllocatedNum<Fr>],
+    hash: TreeHash,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    match hash {
+        TreeHash::Sha256 => sha256_of_children(cs, children),
+        TreeHash::Poseidon => crate::poseidon_native::poseidon(cs, children),
+    }
 }
 
 /// `Sha256Function::hash_multi_leaf_circuit`: each child's bits, padded to

@@ -73,6 +73,66 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> bellperson::Circuit<
     }
 }
 
+/// A SnapDeals partition as the engine proves it: the circuit itself for
+/// full synthesis and the recording; for the witness alone, its challenges
+/// in parallel and its Merkle paths hashed natively (`snap_witness`).
+struct SnapPartition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(Partition<Tree>);
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPartition<Tree> {
+    fn witness(
+        self,
+        cs: &mut cuzk_stages::pce::WitnessCs<'_>,
+        route: crate::porep_witness::Route,
+    ) -> Result<(), bellperson::SynthesisError> {
+        let circuit = self.0.build().map_err(|e| {
+            bellperson::SynthesisError::IoError(std::io::Error::other(format!(
+                "building the partition circuit: {e:#}"
+            )))
+        })?;
+        crate::snap_witness::witness(circuit, cs, route)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> cuzk_stages::ProvableCircuit
+    for SnapPartition<Tree>
+{
+    fn synthesize_into(
+        self: Box<Self>,
+        cs: &mut cuzk_stages::cs::ArenaCs<'_>,
+    ) -> Result<(), bellperson::SynthesisError> {
+        bellperson::Circuit::synthesize(self.0, cs)
+    }
+
+    fn synthesize_witness(
+        self: Box<Self>,
+        cs: &mut cuzk_stages::pce::WitnessCs<'_>,
+    ) -> Result<(), bellperson::SynthesisError> {
+        self.witness(cs, crate::porep_witness::Route::Native)
+    }
+
+    fn synthesize_witness_gadgets(
+        self: Box<Self>,
+        cs: &mut cuzk_stages::pce::WitnessCs<'_>,
+    ) -> Option<Result<(), bellperson::SynthesisError>> {
+        Some(self.witness(cs, crate::porep_witness::Route::Gadgets))
+    }
+
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut cuzk_stages::pce::RecordingCs<'_>,
+    ) -> Result<(), bellperson::SynthesisError> {
+        bellperson::Circuit::synthesize(self.0, cs)
+    }
+
+    fn duplicate(&self) -> Option<Box<dyn cuzk_stages::ProvableCircuit>> {
+        Some(Box::new(Self(self.0.clone())))
+    }
+
+    fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, bellperson::SynthesisError> {
+        cuzk_stages::shape_of(self.0)
+    }
+}
+
 /// The SnapDeals job.
 pub fn job(req: &SnapRequest) -> Result<FilJob, FilError> {
     let cfg = req.registered_proof.as_v1_config();
@@ -145,7 +205,7 @@ fn job_for<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             EmptySectorUpdate<Tree>,
             EmptySectorUpdateCircuit<Tree>,
         >>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(k))?;
-        parts.push((Box::new(circuit), inputs));
+        parts.push((Box::new(SnapPartition(circuit)), inputs));
     }
     let (rp, old, new, d) = (
         req.registered_proof,
