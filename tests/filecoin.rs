@@ -616,3 +616,38 @@ fn the_cli_makes_and_proves_a_synthetic_sector() {
         "verify_seal accepts the CLI's proof of the synthetic sector"
     );
 }
+
+/// A small sector (16 KiB: 32 GiB's 8-8-0 trees) with 32 GiB's 11 layers,
+/// two challenges: the native witness (labels, columns and paths hashed
+/// natively) equals the gadgets', value for value.
+#[test]
+fn a_sector_with_32gib_layers_gets_the_gadgets_witness_natively() {
+    use cuzk::stages::pce::WitnessCs;
+    use ff::Field;
+    let work = tempfile::tempdir().unwrap();
+    let shaped = cuzk::filecoin::shaped::porep_partition(16 << 10, 11, 2, work.path()).unwrap();
+    let shape = shaped.circuit.duplicate().unwrap().shape().unwrap();
+    let witness = |native: bool| {
+        let mut z = vec![blstrs::Scalar::ZERO; shape.inputs + shape.aux];
+        let mut cs = WitnessCs::new(&mut z, shape.inputs);
+        let circuit = shaped.circuit.duplicate().unwrap();
+        match native {
+            true => circuit.synthesize_witness(&mut cs).unwrap(),
+            false => circuit
+                .synthesize_witness_gadgets(&mut cs)
+                .unwrap()
+                .unwrap(),
+        }
+        assert!(cs.take_error().is_none());
+        drop(cs);
+        z
+    };
+    let (native, gadgets) = (witness(true), witness(false));
+    let first = native.iter().zip(&gadgets).position(|(n, g)| n != g);
+    assert_eq!(first, None, "the first variable where the two differ");
+    assert!(
+        shape.constraints > 10_000_000,
+        "{} constraints",
+        shape.constraints
+    );
+}
