@@ -132,4 +132,11 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
     fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, SynthesisError> {
         cuzk_stages::shape_of(self.circuit()?)
     }
+
+    fn aux_name(self: Box<Self>, index: usize) -> Option<Result<Option<String>, SynthesisError>> {
+        Some(
+            self.circuit()
+                .and_then(|c| cuzk_stages::pce::aux_name(c, index)),
+        )
+    }
 }

@@ -204,4 +204,8 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PostPartition<Tree> {
     fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, SynthesisError> {
         cuzk_stages::shape_of(self.circuit)
     }
+
+    fn aux_name(self: Box<Self>, index: usize) -> Option<Result<Option<String>, SynthesisError>> {
+        Some(cuzk_stages::pce::aux_name(self.circuit, index))
+    }
 }

@@ -131,6 +131,13 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> cuzk_stages::Provabl
     fn shape(self: Box<Self>) -> Result<cuzk_stages::CircuitShape, bellperson::SynthesisError> {
         cuzk_stages::shape_of(self.0)
     }
+
+    fn aux_name(
+        self: Box<Self>,
+        index: usize,
+    ) -> Option<Result<Option<String>, bellperson::SynthesisError>> {
+        Some(cuzk_stages::pce::aux_name(self.0, index))
+    }
 }
 
 /// The SnapDeals job.

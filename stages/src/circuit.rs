@@ -29,6 +29,12 @@ pub trait ProvableCircuit: Send {
     ) -> Option<Result<(), SynthesisError>> {
         None
     }
+    /// The gadget path of aux variable `index` as full synthesis allocates
+    /// it (`crate::pce::aux_name`): where a witness that differs there went
+    /// wrong. `None` where the circuit does not say.
+    fn aux_name(self: Box<Self>, _index: usize) -> Option<Result<Option<String>, SynthesisError>> {
+        None
+    }
     /// Full synthesis that also records the constraint matrices.
     fn synthesize_recording(
         self: Box<Self>,
@@ -54,6 +60,9 @@ impl<C: Circuit<Scalar> + Clone + Send + 'static> ProvableCircuit for C {
         cs: &mut RecordingCs<'_>,
     ) -> Result<(), SynthesisError> {
         (*self).synthesize(cs)
+    }
+    fn aux_name(self: Box<Self>, index: usize) -> Option<Result<Option<String>, SynthesisError>> {
+        Some(crate::pce::aux_name(*self, index))
     }
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
         Some(Box::new(self.clone()))

@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use cuzk_engine::ArenaPool;
 
 use crate::circuit::ProvableCircuit;
@@ -53,6 +55,8 @@ pub struct SynthReport {
     pub witness_equal: Option<bool>,
     /// The first variable (inputs, then aux) where they differ.
     pub witness_first_difference: Option<usize>,
+    /// Its gadget path, where the circuit says (`ProvableCircuit::aux_name`).
+    pub witness_first_difference_name: Option<String>,
     /// A·z, B·z, C·z and the a·b = c check (median).
     pub evaluate_s: f64,
     /// The same on the GPU, when one was usable.
@@ -147,7 +151,10 @@ impl SynthReport {
         };
         let equal = match (self.witness_equal, self.witness_first_difference) {
             (Some(true), _) => "equal".to_string(),
-            (_, Some(i)) => format!("DIFFER from variable {i}"),
+            (_, Some(i)) => match &self.witness_first_difference_name {
+                Some(name) => format!("DIFFER from variable {i}, {name}"),
+                None => format!("DIFFER from variable {i}"),
+            },
             _ => "DIFFER".to_string(),
         };
         format!(
@@ -200,6 +207,7 @@ pub fn measure(
         Arc::new(recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?);
     let (mut full_t, mut witness_t, mut eval_t) = (vec![], vec![], vec![]);
     let (mut gadgets_t, mut first_difference, mut compared) = (vec![], None, false);
+    let mut first_difference_name = None;
     for rep in 0..reps.max(1) {
         if full || rep == 0 && reps > 1 {
             let t = Instant::now();
@@ -246,8 +254,16 @@ pub fn measure(
         witness_t.push(t.elapsed());
         if let Some(reference) = reference {
             compared = true;
-            first_difference =
-                first_difference.or_else(|| reference.iter().zip(&*z).position(|(r, n)| r != n));
+            if first_difference.is_none() {
+                first_difference = reference.iter().zip(&*z).position(|(r, n)| r != n);
+                // Where it is in the gadgets (aux indices count from the
+                // assignment's first aux).
+                first_difference_name = first_difference
+                    .and_then(|i| i.checked_sub(srs.inputs))
+                    .and_then(|aux| make().aux_name(aux))
+                    .transpose()?
+                    .flatten();
+            }
         }
         let (a, b, c) = (
             as_scalars(view.take(layout.a)),
@@ -256,7 +272,18 @@ pub fn measure(
         );
         let t = Instant::now();
         recording.evaluate(z, a, b, c);
-        check_rows(a, b, c, recording.meta.constraints)?;
+        // A native witness that breaks a row says where it left the gadgets'.
+        check_rows(a, b, c, recording.meta.constraints).with_context(|| {
+            match (first_difference, &first_difference_name) {
+                (Some(i), Some(name)) => format!(
+                    "the native witness differs from the gadgets' from variable {i}, {name}"
+                ),
+                (Some(i), None) => {
+                    format!("the native witness differs from the gadgets' from variable {i}")
+                }
+                _ => "the witness breaks a constraint".to_string(),
+            }
+        })?;
         eval_t.push(t.elapsed());
     }
     let device = on_device(&recording, &layout, &mut arena, reps)?;
@@ -282,6 +309,7 @@ pub fn measure(
         witness_gadgets_s: (!gadgets_t.is_empty()).then(|| median(gadgets_t)),
         witness_equal: compared.then_some(first_difference.is_none()),
         witness_first_difference: first_difference,
+        witness_first_difference_name: first_difference_name,
         evaluate_s: median(eval_t),
         device,
     })
@@ -329,4 +357,90 @@ fn on_device(
         evaluate_s: d.eval.as_secs_f64(),
         equal_to_host: d.abc == host,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::gadgets::num::AllocatedNum;
+    use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+    use blstrs::Scalar;
+
+    /// x, then in the gadget `square`, x²; its "native" witness writes x²
+    /// wrong when `wrong`.
+    #[derive(Clone)]
+    struct Square {
+        wrong: bool,
+    }
+
+    /// The gadgets' route (not `Clone`, so not itself a `ProvableCircuit`).
+    struct Gadgets;
+
+    impl Circuit<Scalar> for Gadgets {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            let x = AllocatedNum::alloc(cs.namespace(|| "x"), || Ok(Scalar::from(7)))?;
+            x.square(cs.namespace(|| "square"))?;
+            Ok(())
+        }
+    }
+
+    impl ProvableCircuit for Square {
+        fn synthesize_into(self: Box<Self>, cs: &mut ArenaCs<'_>) -> Result<(), SynthesisError> {
+            Gadgets.synthesize(cs)
+        }
+        fn synthesize_witness(
+            self: Box<Self>,
+            cs: &mut WitnessCs<'_>,
+        ) -> Result<(), SynthesisError> {
+            let x = AllocatedNum::alloc(cs.namespace(|| "x"), || Ok(Scalar::from(7)))?;
+            let x2 = Scalar::from(if self.wrong { 48 } else { 49 });
+            let y = AllocatedNum::alloc(cs.namespace(|| "x²"), || Ok(x2))?;
+            cs.enforce(
+                || "x·x = y",
+                |lc| lc + x.get_variable(),
+                |lc| lc + x.get_variable(),
+                |lc| lc + y.get_variable(),
+            );
+            Ok(())
+        }
+        fn synthesize_witness_gadgets(
+            self: Box<Self>,
+            cs: &mut WitnessCs<'_>,
+        ) -> Option<Result<(), SynthesisError>> {
+            Some(Gadgets.synthesize(cs))
+        }
+        fn synthesize_recording(
+            self: Box<Self>,
+            cs: &mut RecordingCs<'_>,
+        ) -> Result<(), SynthesisError> {
+            Gadgets.synthesize(cs)
+        }
+        fn aux_name(
+            self: Box<Self>,
+            index: usize,
+        ) -> Option<Result<Option<String>, SynthesisError>> {
+            Some(crate::pce::aux_name(Gadgets, index))
+        }
+        fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+            Some(Box::new(self.clone()))
+        }
+        fn shape(self: Box<Self>) -> Result<CircuitShape, SynthesisError> {
+            crate::shape_of(Gadgets)
+        }
+    }
+
+    #[test]
+    fn a_native_witness_that_leaves_the_gadgets_is_named_where_it_does() {
+        let right = measure(|| Box::new(Square { wrong: false }), 1, false).unwrap();
+        assert_eq!(right.witness_equal, Some(true));
+        let err = measure(|| Box::new(Square { wrong: true }), 1, false).unwrap_err();
+        let message = format!("{err:#}");
+        assert!(
+            message.contains("differs from the gadgets' from variable 2, square/squared num"),
+            "{message}"
+        );
+    }
 }

@@ -14,6 +14,7 @@
 //! through a memory map.
 
 pub mod matrix;
+mod names;
 mod record;
 pub mod store;
 mod witness;
@@ -29,6 +30,7 @@ use crate::scalars::{Limbs, as_limbs};
 use rayon::prelude::*;
 
 pub use matrix::{ClassCounts, Codes, Csr, TABLE, powers_of_two};
+pub use names::aux_name;
 pub use record::RecordingCs;
 pub use store::{Meta, Recording};
 pub use witness::{PartDone, PartSize, Parts, WitnessCs, WitnessPart, synthesize_parts};
