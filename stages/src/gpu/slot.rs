@@ -168,7 +168,6 @@ impl GpuDevice {
 
     /// Buffers for a partition of `shape`: a spare that fits, else new ones.
     fn lend_buffers(&self, shape: SrsShape) -> anyhow::Result<Buffers> {
-        let freed = self.buffers.freed.subscribe();
         let taken = {
             let mut spare = self.buffers.spare.lock().unwrap();
             spare
@@ -179,12 +178,11 @@ impl GpuDevice {
         let buffers = match taken {
             Some(b) => b,
             None => {
-                let reservation = self
-                    .reserve(
-                        partition_device_bytes(&shape),
-                        "a partition's device buffers",
-                    )
-                    .map_err(|e| self.busy_or(e, freed))?;
+                // A spare returned since the look above is given up here.
+                let reservation = self.reserve_or_wait(
+                    partition_device_bytes(&shape),
+                    "a partition's device buffers",
+                )?;
                 Buffers::alloc(self.ordinal, shape, reservation)?
             }
         };
