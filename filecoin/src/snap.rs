@@ -57,6 +57,17 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Partition<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Partition<Tree> {
+    /// [`Self::build`] as synthesis reports its errors.
+    fn circuit(&self) -> Result<EmptySectorUpdateCircuit<Tree>, bellperson::SynthesisError> {
+        self.build().map_err(|e| {
+            bellperson::SynthesisError::IoError(std::io::Error::other(format!(
+                "building the partition circuit: {e:#}"
+            )))
+        })
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> bellperson::Circuit<Fr>
     for Partition<Tree>
 {
@@ -64,12 +75,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> bellperson::Circuit<
         self,
         cs: &mut CS,
     ) -> Result<(), bellperson::SynthesisError> {
-        let circuit = self.build().map_err(|e| {
-            bellperson::SynthesisError::IoError(std::io::Error::other(format!(
-                "building the partition circuit: {e:#}"
-            )))
-        })?;
-        circuit.synthesize(cs)
+        self.circuit()?.synthesize(cs)
     }
 }
 
@@ -84,12 +90,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapPartition<Tree> 
         cs: &mut cuzk_stages::pce::WitnessCs<'_>,
         route: crate::porep_witness::Route,
     ) -> Result<(), bellperson::SynthesisError> {
-        let circuit = self.0.build().map_err(|e| {
-            bellperson::SynthesisError::IoError(std::io::Error::other(format!(
-                "building the partition circuit: {e:#}"
-            )))
-        })?;
-        crate::snap_witness::witness(circuit, cs, route)
+        crate::snap_witness::witness(self.0.circuit()?, cs, route)
     }
 }
 

@@ -22,6 +22,7 @@ use ff::{Field, PrimeField, PrimeFieldBits};
 use filecoin_hashers::{HashFunction, Hasher};
 use neptune::circuit::poseidon_hash;
 use rayon::prelude::*;
+use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::gadgets::insertion::{insert, select};
 use storage_proofs_core::gadgets::por::por_no_challenge_input;
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -119,7 +120,7 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     ] {
         let calc =
             <TreeRHasher as Hasher>::Function::hash2_circuit(cs.namespace(|| name), &comm_c, root)?;
-        equal(cs, &calc, comm_r);
+        constraint::equal(cs, || "comm_r == H(comm_c, root_r)", &calc, comm_r);
     }
     apex_por(
         cs,
@@ -266,16 +267,6 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Shared<'_, Tree> {
             ),
         }
     }
-}
-
-/// `cs.enforce(a · 1 = b)`, the circuit's equality checks.
-fn equal<CS: ConstraintSystem<Fr>>(cs: &mut CS, a: &AllocatedNum<Fr>, b: &AllocatedNum<Fr>) {
-    cs.enforce(
-        || "equal",
-        |lc| lc + a.get_variable(),
-        |lc| lc + CS::one(),
-        |lc| lc + b.get_variable(),
-    );
 }
 
 /// The low `bit_len` bits of `num`, allocated, and their packing enforced
@@ -499,6 +490,6 @@ fn por<CS: ConstraintSystem<Fr>>(
     if bits.next().is_some() {
         return Err(SynthesisError::Unsatisfiable);
     }
-    equal(cs, &cur, root);
+    constraint::equal(cs, || "root", &cur, root);
     Ok(())
 }
