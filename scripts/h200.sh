@@ -27,6 +27,8 @@
 #                               checked by verify_seal; waterfall; the log in $OUT/porep32.log)
 #   scripts/h200.sh p32        (setup32 then porep32 in one call, each bounded by the call's 10 minutes; the GPU setup
 #                               only where its test passes, else the CPU's; a later porep32 call reuses what it made)
+#   scripts/h200.sh soak32     (after porep32: 32 GiB WinningPoSt every 15 s under a backlog of 32 GiB PoReps, through
+#                               the daemon, every proof verified; WinningPoSt against its solo latency)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -104,6 +106,23 @@ porep32)
   grep -v "INFO" "$out/porep32.log" | cut -c1-300 | tail -40
   grep "INFO" "$out/porep32.log" | cut -c1-300 | head -12
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv
+  ;;
+soak32)
+  # Right after porep32, on the same warm machine: WinningPoSt (32 GiB, 370 k
+  # constraints, its parameters made here in seconds) every WINNING_EVERY
+  # under a backlog of BACKLOG 32 GiB PoReps on the GPU, through our own
+  # daemon; every proof checked with Filecoin's verifier; WinningPoSt's
+  # latency against its solo latency (#24's goal: solo + 2 s).
+  [ -f /tmp/syn32/c1-wrapper.json ] || "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
+  ls /tmp/fil-32g/*.params | grep -q winning || /usr/bin/time -f "32 GiB WinningPoSt parameters: %e s" \
+      "$bin/cuzk" fil params --sector-size 32GiB --kinds winning --device gpu --dir /tmp/fil-32g 2>&1 | tail -3
+  ls -la /tmp/fil-32g
+  env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu CUZK_ARENAS__COUNT=${ARENAS:-2} \
+      timeout $(( $(left) - 10 )) /usr/bin/time -f "soak: %e s, peak RSS %M KiB" "$bin/cuzk" soak --fixtures /tmp/syn32 \
+      --duration ${SOAK:-200s} --winning-every ${WINNING_EVERY:-15s} --window-burst 0 --porep-backlog ${BACKLOG:-2} \
+      --restart-every 0s --grace 90s --json "$out/soak32.json" 2>&1 | tail -30
+  cp /tmp/cuzk-soak-*.log "$out/" 2>/dev/null
+  grep -E "WARN|ERROR" /tmp/cuzk-soak-*.log | cut -c1-300 | tail -10
   ;;
 tests)
   "$bin/cuzk" info
