@@ -13,7 +13,7 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 8] = [
     "cuda/memory.cu",
     "cuda/fixed_msm.cu",
     "cuda/fixed_base.cu",
@@ -21,6 +21,7 @@ const SOURCES: [&str; 7] = [
     "cuda/msm.cu",
     "cuda/pce.cu",
     "cuda/prep.cu",
+    "cuda/lists.cu",
 ];
 /// Machine code for Turing (RTX 20xx, T4), Ampere (A100; RTX 30xx), Ada
 /// (RTX 40xx, L40S), Hopper (H100/H200), Blackwell (B200; RTX 50xx), and

@@ -159,6 +159,7 @@ impl Backend {
         };
         let mut gpu = GpuContext::new(devices, config.gpu.srs_resident, tables);
         gpu.pce_matrices = config.gpu.pce_matrices;
+        gpu.stream_chunk = config.gpu.stream_chunk.bytes() as usize;
         Arc::new(gpu)
     }
 }

@@ -163,6 +163,45 @@ async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
     engine.shutdown().await;
 }
 
+/// An SRS left in host memory streams through chunk buffers far smaller
+/// than any query (64 KiB: about 680 G1 points, 340 in G2), so every MSM
+/// kind crosses chunk edges: dense parts, gathered tails and ones, from
+/// lists packed on the host (single_lock) and on the device (pce_gpu), on
+/// sha256's bit-heavy witness. Every proof verifies, and a partition holds
+/// its buffers and the two chunks, no device memory for the SRS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn msms_stream_srs_points_through_small_chunks_and_proofs_verify() {
+    for variant in ["single_lock", "pce_gpu"] {
+        let Some(mut config) = gpu_config(variant) else {
+            return;
+        };
+        config.gpu.srs_resident = false;
+        config.gpu.stream_chunk = ByteSize(64 << 10);
+        let engine = Engine::from_config(config).unwrap();
+        let log = common::sha256_log_size();
+        let out = common::prove_in_flight(&engine, Workload::Sha256, log, 3, 2).await;
+        let srs = common::srs(Workload::Sha256, log);
+        // The partition's buffers and two chunks: nothing for the SRS.
+        let held = cuzk::stages::gpu::partition_device_bytes(&srs.shape()) + 2 * (64 << 10);
+        let mut staged = 0;
+        for t in out
+            .iter()
+            .flat_map(|j| &j.partitions)
+            .flat_map(|p| &p.timings)
+        {
+            if let Some(bytes) = t.note("device_bytes") {
+                assert_eq!(t.note("srs"), Some("streamed"), "{variant}: {t:?}");
+                assert_eq!(bytes.parse::<usize>().unwrap(), held, "{variant}: {t:?}");
+                staged += 1;
+            }
+        }
+        assert_eq!(staged, 6, "{variant}: every partition staged once");
+        engine.idle().await;
+        assert_eq!(engine.arena_stats().in_use, 0);
+        engine.shutdown().await;
+    }
+}
+
 /// pce_gpu with the matrices kept off the device (`gpu.pce_matrices`, as
 /// when they do not fit): partitions synthesized without room for a, b and
 /// c in their arenas have them evaluated on the host for the moment, and

@@ -148,8 +148,14 @@ pub struct GpuConfig {
     pub logical_devices: usize,
     /// Device memory the engine may use per device (0 = 90% of what is free at start).
     pub vram_budget: ByteSize,
-    /// Keep SRS points in device memory when they fit the budget.
+    /// Keep SRS points in device memory when they fit the budget. Off (or
+    /// when they do not fit), every MSM streams its points from page-locked
+    /// host memory through two chunk buffers of `stream_chunk` bytes.
     pub srs_resident: bool,
+    /// Bytes of each of the two device buffers SRS points stream through
+    /// when the SRS is not resident (0 = 512 MiB, or a sixteenth of the
+    /// budget if less).
+    pub stream_chunk: ByteSize,
     /// Beside a resident SRS, keep tables of precomputed multiples of its
     /// points for the fixed-base MSM (off: every MSM on sppark's Pippenger).
     pub msm_tables: bool,
@@ -176,6 +182,7 @@ impl Default for GpuConfig {
             logical_devices: 0,
             vram_budget: ByteSize(0),
             srs_resident: true,
+            stream_chunk: ByteSize(0),
             msm_tables: true,
             msm_table_budget: ByteSize(0),
             pce_matrices: true,

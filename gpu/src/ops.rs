@@ -176,17 +176,35 @@ pub fn msm_gathered<C: GpuCurve>(
     n: usize,
     mont: bool,
 ) -> Result<C::Projective, KernelError> {
+    msm_gathered_range::<C>(stream, points, base_idx, scalars, scalar_idx, 0..n, mont)
+}
+
+/// [`msm_gathered`] over the lists' entries in `terms` only.
+pub fn msm_gathered_range<C: GpuCurve>(
+    stream: &Stream,
+    points: &DeviceBuffer,
+    base_idx: &DeviceBuffer,
+    scalars: &DeviceBuffer,
+    scalar_idx: &DeviceBuffer,
+    terms: std::ops::Range<usize>,
+    mont: bool,
+) -> Result<C::Projective, KernelError> {
+    assert!(
+        terms.end * 4 <= base_idx.bytes().min(scalar_idx.bytes()),
+        "gathered terms out of the lists' bounds"
+    );
     let mut out = C::Raw::default();
-    // SAFETY: buffers of one device; the index lists hold `n` in-bounds indices.
+    // SAFETY: buffers of one device; the lists' entries in `terms` (checked
+    // above) are in-bounds indices.
     unsafe {
         C::msm_gathered(
             points.device(),
             stream.raw(),
             points.ptr(),
-            base_idx.at(0),
+            base_idx.at::<u32>(terms.start),
             scalars.at(0),
-            scalar_idx.at(0),
-            n,
+            scalar_idx.at::<u32>(terms.start),
+            terms.len(),
             mont,
             (&mut out as *mut C::Raw).cast(),
         )
@@ -201,19 +219,89 @@ pub fn sum<C: GpuCurve>(
     idx: &DeviceBuffer,
     n: usize,
 ) -> Result<C::Projective, KernelError> {
+    sum_range::<C>(stream, points, idx, 0..n)
+}
+
+/// [`sum`] over the list's entries in `terms` only.
+pub fn sum_range<C: GpuCurve>(
+    stream: &Stream,
+    points: &DeviceBuffer,
+    idx: &DeviceBuffer,
+    terms: std::ops::Range<usize>,
+) -> Result<C::Projective, KernelError> {
+    assert!(
+        terms.end * 4 <= idx.bytes(),
+        "terms out of the list's bounds"
+    );
     let mut out = C::Raw::default();
-    // SAFETY: as for `msm_gathered`.
+    // SAFETY: as for `msm_gathered_range`.
     unsafe {
         C::sum(
             points.device(),
             stream.raw(),
             points.ptr(),
-            idx.at(0),
-            n,
+            idx.at::<u32>(terms.start),
+            terms.len(),
             (&mut out as *mut C::Raw).cast(),
         )
     }?;
     Ok(C::into_projective(out))
+}
+
+/// For each of `values`, the first position in the ascending index list
+/// `list[0..n)` holding an index at or above it (where each chunk of
+/// streamed points starts in a list). Returns once the positions are on the host.
+pub fn lower_bounds(
+    stream: &Stream,
+    list: &DeviceBuffer,
+    n: usize,
+    values: &[u32],
+) -> Result<Vec<u64>, KernelError> {
+    assert!(n * 4 <= list.bytes(), "list length beyond its buffer");
+    if values.is_empty() {
+        return Ok(vec![]);
+    }
+    let d_values = DeviceBuffer::upload(stream, values)?;
+    let d_out = DeviceBuffer::alloc(stream.device(), values.len() * 8)?;
+    // SAFETY: `n` entries checked above; `values.len()` in and out.
+    unsafe {
+        k::cuzk_lower_bounds(
+            stream.device(),
+            stream.raw(),
+            list.at(0),
+            n as u64,
+            d_values.at(0),
+            values.len() as u32,
+            d_out.at(0),
+        )
+    }?;
+    let mut out = vec![0u64; values.len()];
+    d_out.download(stream, &mut out)?;
+    Ok(out)
+}
+
+/// `list[k] += delta` (wrapping) for k in `terms`, queued on `stream`:
+/// indices made relative to a chunk of points (`delta` = −start) and back.
+pub fn shift_indices(
+    stream: &Stream,
+    list: &DeviceBuffer,
+    terms: std::ops::Range<usize>,
+    delta: u32,
+) -> Result<(), KernelError> {
+    assert!(
+        terms.end * 4 <= list.bytes(),
+        "terms out of the list's bounds"
+    );
+    // SAFETY: the range checked above, on the stream's device.
+    unsafe {
+        k::cuzk_shift_indices(
+            stream.device(),
+            stream.raw(),
+            list.at::<u32>(terms.start),
+            terms.len() as u64,
+            delta,
+        )
+    }
 }
 
 /// The Groth16 quotient in place on the device (see `cuzk_quotient`), queued on `stream`.

@@ -436,3 +436,42 @@ fn fixed_base_g1_msm_of_2_pow_24_matches_blst() {
     let got = fixed::msm_fixed::<G1>(&stream, &d_bases, &table, terms, &d_mont, n, true).unwrap();
     assert_eq!(got, expect, "fixed-base G1 MSM of 2^24");
 }
+
+/// The cuts of an ascending index list at chunk starts, and indices made
+/// relative to a chunk and back, against the host's `partition_point`.
+#[test]
+fn list_lower_bounds_and_shifts_match_the_host() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let mut r = rng(7);
+    let mut list: Vec<u32> = (0..100_000u32).filter(|_| r.gen_bool(0.3)).collect();
+    list.push(99_999);
+    let d_list = DeviceBuffer::upload(&stream, &list).unwrap();
+    // Starts at chunk edges, past the end, below the first, on and between entries.
+    let values: Vec<u32> = (0..=100_001u32)
+        .step_by(977)
+        .chain([0, 99_999, 100_000, u32::MAX])
+        .collect();
+    let got = ops::lower_bounds(&stream, &d_list, list.len(), &values).unwrap();
+    let expect: Vec<u64> = values
+        .iter()
+        .map(|&v| list.partition_point(|&x| x < v) as u64)
+        .collect();
+    assert_eq!(got, expect);
+    // A sub-range shifted down by 5,000 and back.
+    let terms = 1_000..20_000;
+    ops::shift_indices(&stream, &d_list, terms.clone(), 5_000u32.wrapping_neg()).unwrap();
+    let mut shifted = vec![0u32; list.len()];
+    d_list.download(&stream, &mut shifted).unwrap();
+    for (k, (&was, &now)) in list.iter().zip(&shifted).enumerate() {
+        let expect = if terms.contains(&k) {
+            was.wrapping_sub(5_000)
+        } else {
+            was
+        };
+        assert_eq!(now, expect, "entry {k}");
+    }
+    ops::shift_indices(&stream, &d_list, terms, 5_000).unwrap();
+    d_list.download(&stream, &mut shifted).unwrap();
+    assert_eq!(shifted, list);
+}

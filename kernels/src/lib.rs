@@ -197,6 +197,11 @@ kernels! {
     /// significant.
     fn cuzk_prep_query(device: i32, stream: *mut c_void, z: *const Fr, n_inputs: u32, n: u32, input_mode: u32, input_bits: *const u64, aux_mode: u32, aux_bits: *const u64, scatter: bool, ones: *mut u32, sig_base: *mut u32, sig_scalar: *mut u32, counts: *mut u32, scratch: *mut c_void, scratch_bytes: usize);
     fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    /// `out[j]` = the first position in the ascending `list[0..n)` holding
+    /// an index >= `values[j]`, for j < m (device pointers), queued on `stream`.
+    fn cuzk_lower_bounds(device: i32, stream: *mut c_void, list: *const u32, n: u64, values: *const u32, m: u32, out: *mut u64);
+    /// `list[k] += delta` (wrapping) for k < n, queued on `stream`.
+    fn cuzk_shift_indices(device: i32, stream: *mut c_void, list: *mut u32, n: u64, delta: u32);
     /// G1: fills a table's copies 1..copies-1 (`extra`) from `n` bases, on `stream`.
     fn cuzk_g1_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
     /// G1: the fixed-base MSM over a table: sum(bases[i_k] * scalars[j_k]),

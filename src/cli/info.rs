@@ -188,16 +188,25 @@ fn memory_plan(
             "    => SRS resident without the matrices (a, b, c evaluated on the host), 1 partition at once"
         );
     } else {
+        let chunk = cuzk_stages::gpu::chunk_bytes(config.gpu.stream_chunk.bytes() as usize, budget);
+        let need = lease + 2 * chunk;
         println!(
-            "    => the SRS does not fit: it is streamed, and each partition reserves the whole SRS beside its buffers ({} of {}): {}",
-            gib(srs + lease),
-            gib(budget),
-            if srs + lease <= budget {
-                "it runs"
-            } else {
-                "this card cannot prove it yet (streaming in chunks is owed)"
-            }
+            "    streamed SRS chunks   {} (two of {} per partition; the SRS stays in page-locked host memory)",
+            gib(2 * chunk),
+            gib(chunk)
         );
+        if need <= budget {
+            println!(
+                "    => the SRS does not fit: every MSM streams its points from host memory, room for {} partition(s) on the device at once",
+                budget / need
+            );
+        } else {
+            println!(
+                "    => this card cannot prove it: a partition's buffers and its chunks need {} of the {} budget",
+                gib(need),
+                gib(budget)
+            );
+        }
     }
     Ok(())
 }

@@ -12,11 +12,13 @@
 //! - `b_g2_msm` runs the B query in G2 from the same lease.
 //!
 //! SRS points stay resident on each device when they fit its memory budget;
-//! otherwise they are streamed into the lease for every partition.
+//! otherwise every MSM streams them from page-locked host memory through
+//! the lease's two chunk buffers (`streamed`).
 
 mod abc;
 mod slot;
 mod stages;
+mod streamed;
 mod tables;
 
 use std::sync::{Arc, Mutex, Weak};
@@ -33,6 +35,7 @@ pub use abc::{
 };
 pub use slot::{GpuLeases, GpuSlot, partition_device_bytes};
 pub use stages::{GpuBG2Msm, GpuCompute, GpuNttMsm, GpuStageIn};
+pub use streamed::{ChunkBuffers, DEFAULT_CHUNK_BYTES, chunk_bytes};
 pub use tables::{
     MAX_TABLE_POINTS, QUERY_BYTES, SrsTables, TablePolicy, plan_tables, planned_bytes, points_bytes,
 };
@@ -140,6 +143,16 @@ pub struct GpuContext {
     /// Pre-compiled constraint matrices on the device (else a, b and c of a
     /// pce_gpu partition are evaluated on the host).
     pub pce_matrices: bool,
+    /// Bytes of each chunk buffer streamed SRS points pass through (0: see
+    /// [`chunk_bytes`]).
+    pub stream_chunk: usize,
+}
+
+/// The SRS a staged partition's MSMs read: resident on the device, or left
+/// in page-locked host memory and streamed through the lease's chunks.
+pub(super) enum SlotSrs {
+    Resident(Arc<DeviceSrs>),
+    Host(Arc<Srs>),
 }
 
 /// SRS points on one device.
@@ -186,23 +199,19 @@ impl GpuContext {
             srs_resident,
             tables,
             pce_matrices: true,
+            stream_chunk: 0,
         }
     }
 
     /// The SRS on `dev`: the resident copy (uploaded on first use) if it fits
-    /// the budget, else a copy streamed in for this partition from
-    /// page-locked host memory.
-    fn srs_on(
-        &self,
-        dev: &GpuDevice,
-        srs: &Arc<Srs>,
-        stream: &Stream,
-    ) -> anyhow::Result<Arc<DeviceSrs>> {
+    /// the budget, else the host's points, page-locked, for the MSMs to
+    /// stream.
+    fn srs_on(&self, dev: &GpuDevice, srs: &Arc<Srs>, stream: &Stream) -> anyhow::Result<SlotSrs> {
         let bytes = srs_device_bytes(srs);
         if self.srs_resident {
             let mut cache = dev.resident.lock().unwrap();
             if let Some(d) = cache.get(srs) {
-                return Ok(d.clone());
+                return Ok(SlotSrs::Resident(d.clone()));
             }
             match dev.reserve(bytes, "the resident SRS") {
                 Ok(reservation) => {
@@ -217,16 +226,17 @@ impl GpuContext {
                     d.tables = SrsTables::build(&dev.vram, stream, &d, srs, self.tables);
                     let d = Arc::new(d);
                     cache.insert(srs, d.clone());
-                    return Ok(d);
+                    return Ok(SlotSrs::Resident(d));
                 }
-                Err(e) => tracing::warn!("{e}; streaming SRS points for each partition instead"),
+                Err(e) => tracing::warn!(
+                    "{e}; the MSMs stream SRS points from host memory through chunk buffers instead"
+                ),
             }
         }
-        let reservation = dev.reserve_or_wait(bytes, "streamed SRS points")?;
         if let Err(e) = srs.pin_host() {
             // Still correct from pageable memory, only slower.
             tracing::warn!("page-locking SRS points for streaming failed: {e}");
         }
-        Ok(Arc::new(DeviceSrs::upload(stream, srs, reservation)?))
+        Ok(SlotSrs::Host(srs.clone()))
     }
 }

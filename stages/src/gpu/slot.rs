@@ -14,7 +14,8 @@ use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::ops;
 use cuzk_gpu::vram::{Reservation, VramError};
 
-use super::{DeviceSrs, GpuContext, GpuDevice};
+use super::streamed::ChunkBuffers;
+use super::{GpuContext, GpuDevice, SlotSrs};
 use crate::srs::SrsShape;
 
 /// A query's index lists on the device.
@@ -203,8 +204,11 @@ pub struct GpuSlot {
     pub(super) stream: Stream,
     /// Lent by the device from staging until the lease goes back.
     pub(super) buffers: Option<Buffers>,
-    /// The SRS on the device for the partition staged here.
-    pub(super) srs: Option<Arc<DeviceSrs>>,
+    /// The SRS the partition staged here reads.
+    pub(super) srs: Option<SlotSrs>,
+    /// Chunk buffers for streamed SRS points, made on the first partition
+    /// whose SRS is not resident and kept for the lease's later ones.
+    pub(super) chunks: Option<ChunkBuffers>,
     /// Whether a partition is staged (uploaded) in the buffers.
     pub(super) staged: bool,
 }
@@ -216,6 +220,7 @@ impl GpuSlot {
             dev,
             buffers: None,
             srs: None,
+            chunks: None,
             staged: false,
         })
     }
@@ -235,16 +240,27 @@ impl GpuSlot {
 
     /// Device bytes this slot holds.
     pub fn device_bytes(&self) -> usize {
-        self.buffers
+        let buffers = self
+            .buffers
             .as_ref()
-            .map_or(0, |b| partition_device_bytes(&b.shape))
+            .map_or(0, |b| partition_device_bytes(&b.shape));
+        buffers + self.chunks.as_ref().map_or(0, ChunkBuffers::device_bytes)
+    }
+
+    /// The chunk buffers streamed SRS points pass through, made if need be
+    /// (each `bytes`).
+    pub(super) fn chunks(&mut self, bytes: usize) -> anyhow::Result<&ChunkBuffers> {
+        if self.chunks.is_none() {
+            self.chunks = Some(ChunkBuffers::new(&self.dev, bytes)?);
+        }
+        Ok(self.chunks.as_ref().expect("just made"))
     }
 }
 
 impl DeviceSlot for GpuSlot {
     fn reset(&mut self) {
-        // A streamed SRS copy is freed here, then the buffers go back to the
-        // device (a partition waiting for memory hears of it); the stream stays.
+        // The buffers go back to the device (a partition waiting for memory
+        // hears of it); the stream and any chunk buffers stay.
         self.srs = None;
         self.staged = false;
         if let Some(b) = self.buffers.take() {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use blstrs::Scalar;
+use blstrs::{G1Affine, G2Affine, Scalar};
 use cuzk_engine::{ArenaLease, ArenaView, DeviceBusy, DeviceFault, Stage, StageContext};
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
@@ -13,8 +13,9 @@ use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, Select};
 
 use super::slot::{Buffers, DeviceLists, MemoryBusy};
+use super::streamed::{self, ChunkBuffers, Dense, Terms};
 use super::tables;
-use super::{GpuContext, GpuSlot, Unsatisfied};
+use super::{GpuContext, GpuSlot, SlotSrs, Unsatisfied};
 use crate::cs::popcount;
 use crate::partition::{
     G1Results, MsmPlan, PartitionLayout, PartitionWork, QueryPlan, QueryRegions,
@@ -112,6 +113,10 @@ impl GpuContext {
     ) -> anyhow::Result<usize> {
         let layout = w.layout()?;
         let srs = self.srs_on(&slot.dev, &w.srs, &slot.stream)?;
+        if let SlotSrs::Host(_) = srs {
+            let budget = slot.dev.vram.limit();
+            slot.chunks(streamed::chunk_bytes(self.stream_chunk, budget))?;
+        }
         slot.buffers_for(layout.shape)?;
         let (stream, bufs) = (&slot.stream, slot.buffers.as_ref().expect("just made"));
         let view = arena.view();
@@ -198,31 +203,49 @@ impl GpuContext {
         let ((), start, end) =
             s.timed(|st| ops::quotient(st, &bufs.a, &bufs.b, &bufs.c, shape.log_domain, &z_inv))?;
         spans.0.push(("ntt", start, end));
-        let (t, mut on_tables) = (&srs.tables, 0);
+        let chunks = slot.chunks.as_ref();
+        let mut on_tables = 0;
         let h = spans.time_on(s, "msm_h", || {
-            let all = FixedTerms::Dense {
-                base_offset: 0,
-                scalar_offset: 0,
-            };
             let n = shape.domain - 1;
-            let tab = t.h.as_ref();
-            Ok(tables::msm::<G1>(
-                s,
-                &srs.h,
-                tab,
-                all,
-                &bufs.a,
-                n,
-                true,
-                &mut on_tables,
-            )?)
+            match srs.g1(Query::H, chunks)? {
+                QueryPoints::Device { points, table } => {
+                    let all = FixedTerms::Dense {
+                        base_offset: 0,
+                        scalar_offset: 0,
+                    };
+                    Ok(tables::msm::<G1>(
+                        s,
+                        points,
+                        table,
+                        all,
+                        &bufs.a,
+                        n,
+                        true,
+                        &mut on_tables,
+                    )?)
+                }
+                QueryPoints::Host { points, chunks } => {
+                    // The quotient's coefficients, in Montgomery form, in a.
+                    let terms = Terms {
+                        dense: Some(Dense {
+                            base: 0,
+                            scalar_offset: 0,
+                            n,
+                        }),
+                        gathered: None,
+                        ones: None,
+                        scalars: &bufs.a,
+                        mont: true,
+                    };
+                    streamed::msm::<G1, _>(s, chunks, points, &terms)
+                }
+            }
         })?;
-        let mut g1_query = |label, points, table: &Option<MsmTable>, plan, i: usize, tail| {
+        let mut g1_query = |label, q: Query, plan, i: usize, tail| {
             spans.time_on(s, label, || {
-                query::<G1>(
+                query::<G1, _>(
                     s,
-                    points,
-                    table.as_ref(),
+                    srs.g1(q, chunks)?,
                     plan,
                     &bufs.lists[i],
                     &bufs.z,
@@ -236,9 +259,9 @@ impl GpuContext {
             })
         };
         let tails = plan.host_tails;
-        let l = g1_query("msm_l", &srs.l, &t.l, &plan.l, 0, tails.l)?;
-        let a = g1_query("msm_a", &srs.a, &t.a, &plan.a, 1, tails.a)?;
-        let b_g1 = g1_query("msm_b_g1", &srs.b_g1, &t.b_g1, &plan.b, 2, tails.b_g1)?;
+        let l = g1_query("msm_l", Query::L, &plan.l, 0, tails.l)?;
+        let a = g1_query("msm_a", Query::A, &plan.a, 1, tails.a)?;
+        let b_g1 = g1_query("msm_b_g1", Query::BG1, &plan.b, 2, tails.b_g1)?;
         Ok((G1Results { h, l, a, b_g1 }, on_tables))
     }
 }
@@ -317,15 +340,84 @@ fn prepare_on_device(
     })
 }
 
+/// The G1 queries of an SRS.
+#[derive(Clone, Copy, Debug)]
+enum Query {
+    H,
+    L,
+    A,
+    BG1,
+}
+
+/// Where one query's points are for its MSMs.
+enum QueryPoints<'a, T> {
+    /// Resident on the device, with the query's table if it has one.
+    Device {
+        points: &'a DeviceBuffer,
+        table: Option<&'a MsmTable>,
+    },
+    /// In page-locked host memory, streamed through the lease's chunks.
+    Host {
+        points: &'a [T],
+        chunks: &'a ChunkBuffers,
+    },
+}
+
+impl SlotSrs {
+    fn g1<'a>(
+        &'a self,
+        q: Query,
+        chunks: Option<&'a ChunkBuffers>,
+    ) -> anyhow::Result<QueryPoints<'a, G1Affine>> {
+        Ok(match self {
+            SlotSrs::Resident(d) => {
+                let (points, table) = match q {
+                    Query::H => (&d.h, &d.tables.h),
+                    Query::L => (&d.l, &d.tables.l),
+                    Query::A => (&d.a, &d.tables.a),
+                    Query::BG1 => (&d.b_g1, &d.tables.b_g1),
+                };
+                QueryPoints::Device {
+                    points,
+                    table: table.as_ref(),
+                }
+            }
+            SlotSrs::Host(srs) => QueryPoints::Host {
+                points: match q {
+                    Query::H => &srs.h,
+                    Query::L => &srs.l,
+                    Query::A => &srs.a,
+                    Query::BG1 => &srs.b_g1,
+                },
+                chunks: chunks.context("no chunk buffers for the streamed SRS")?,
+            },
+        })
+    }
+
+    fn b_g2<'a>(
+        &'a self,
+        chunks: Option<&'a ChunkBuffers>,
+    ) -> anyhow::Result<QueryPoints<'a, G2Affine>> {
+        Ok(match self {
+            SlotSrs::Resident(d) => QueryPoints::Device {
+                points: &d.b_g2,
+                table: d.tables.b_g2.as_ref(),
+            },
+            SlotSrs::Host(srs) => QueryPoints::Host {
+                points: &srs.b_g2,
+                chunks: chunks.context("no chunk buffers for the streamed SRS")?,
+            },
+        })
+    }
+}
+
 /// One query on the device: the dense aux part, the gathered tail of
 /// significant terms (both on the query's table when it pays) and the batch
 /// addition of ones, unless prep_msm summed that tail on the host
 /// (`host_tail`); with how many MSMs ran on the table.
-#[allow(clippy::too_many_arguments)]
-fn query<C>(
+fn query<C, T>(
     stream: &Stream,
-    points: &DeviceBuffer,
-    table: Option<&MsmTable>,
+    points: QueryPoints<'_, T>,
     plan: &QueryPlan,
     lists: &DeviceLists,
     z: &DeviceBuffer,
@@ -334,9 +426,37 @@ fn query<C>(
 ) -> anyhow::Result<(C::Projective, usize)>
 where
     C: FixedCurve,
-    C::Projective: std::ops::Add<Output = C::Projective>,
+    C::Projective: group::Group,
+    T: Copy,
 {
     let (n_inputs, aux) = (shape.inputs, shape.aux);
+    let (points, table) = match points {
+        QueryPoints::Device { points, table } => (points, table),
+        QueryPoints::Host { points, chunks } => {
+            // The same terms, each chunk of points serving all of them.
+            let lists_on_device = host_tail.is_none();
+            let terms = Terms {
+                dense: plan.dense_aux_base.map(|base| Dense {
+                    base,
+                    scalar_offset: n_inputs,
+                    n: aux,
+                }),
+                gathered: lists_on_device.then_some((
+                    &lists.sig_base,
+                    &lists.sig_scalar,
+                    plan.significant,
+                )),
+                ones: lists_on_device.then_some((&lists.ones, plan.ones)),
+                scalars: z,
+                mont: false,
+            };
+            let sum = streamed::msm::<C, T>(stream, chunks, points, &terms)?;
+            return Ok((
+                sum + host_tail.unwrap_or_else(<C::Projective as group::Group>::identity),
+                0,
+            ));
+        }
+    };
     let mut on_tables = 0;
     // Dense parts read the canonical assignment in place (mont = false).
     let dense = FixedTerms::Dense {
@@ -360,6 +480,15 @@ where
     let tail = tables::msm::<C>(stream, points, table, gathered, z, n, false, &mut on_tables)?;
     let ones = ops::sum::<C>(stream, points, &lists.ones, plan.ones)?;
     Ok((dense + tail + ones, on_tables))
+}
+
+/// Where the staged partition's SRS points are read from, for its notes.
+fn srs_note(slot: &GpuSlot) -> &'static str {
+    match slot.srs {
+        Some(SlotSrs::Resident(_)) => "resident",
+        Some(SlotSrs::Host(_)) => "streamed",
+        None => "none",
+    }
 }
 
 /// Notes a plan made on the device, as prep_msm notes its own.
@@ -388,7 +517,9 @@ impl Stage<PartitionWork> for GpuNttMsm {
         let prepared_here = w.plan.is_none();
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
         let result = staged.and_then(|bytes| Ok((bytes, self.0.compute(w, slot, &mut spans)?)));
+        let srs = srs_note(slot);
         spans.report(cx);
+        cx.note("srs", srs);
         let (bytes, (g1, on_tables)) = result.map_err(|e| fault(cx, e))?;
         w.g1 = Some(g1);
         cx.note("msm_tables", on_tables);
@@ -412,7 +543,9 @@ impl Stage<PartitionWork> for GpuStageIn {
         let prepared_here = w.plan.is_none();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
+        let srs = srs_note(slot);
         spans.report(cx);
+        cx.note("srs", srs);
         let bytes = staged.map_err(|e| fault(cx, e))?;
         note_prep(w, cx, prepared_here);
         cx.note("backend", "gpu");
@@ -457,10 +590,9 @@ impl Stage<PartitionWork> for GpuBG2Msm {
             let bufs = slot.buffers.as_ref().context("no device buffers")?;
             let srs = slot.srs.as_ref().context("no SRS on the device")?;
             spans.time_on(&slot.stream, "msm_b_g2", || {
-                query::<G2>(
+                query::<G2, _>(
                     &slot.stream,
-                    &srs.b_g2,
-                    srs.tables.b_g2.as_ref(),
+                    srs.b_g2(slot.chunks.as_ref())?,
                     &plan.b,
                     &bufs.lists[2],
                     &bufs.z,
