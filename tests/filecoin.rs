@@ -57,12 +57,13 @@ fn winning_request() -> post::PostRequest {
 
 fn snap_request() -> snap::SnapRequest {
     let (meta, _) = fixtures();
+    let snap = meta.snap.as_ref().unwrap();
     snap::SnapRequest {
-        registered_proof: ids::update_proof(meta.snap.registered_proof).unwrap(),
-        partition_proofs: meta.snap.vanilla.iter().map(|v| read(v)).collect(),
-        comm_r_old: hex32(&meta.snap.comm_r_old),
-        comm_r_new: hex32(&meta.snap.comm_r_new),
-        comm_d_new: hex32(&meta.snap.comm_d_new),
+        registered_proof: ids::update_proof(snap.registered_proof).unwrap(),
+        partition_proofs: snap.vanilla.iter().map(|v| read(v)).collect(),
+        comm_r_old: hex32(&snap.comm_r_old),
+        comm_r_new: hex32(&snap.comm_r_new),
+        comm_d_new: hex32(&snap.comm_d_new),
     }
 }
 
@@ -587,6 +588,24 @@ fn the_cli_makes_and_proves_a_synthetic_sector() {
     let meta: cuzk::filecoin::synthetic::SyntheticMeta =
         serde_json::from_slice(&std::fs::read(dir.join("synthetic.json")).unwrap()).unwrap();
     assert_eq!((meta.porep.sector, meta.window.vanilla.len()), (12, 2));
+    // The daemon's clients (cuzk soak) make requests from it as from fixtures.
+    {
+        use cuzk::daemon::client::request_from_fixtures;
+        use cuzk::daemon::proto::Priority;
+        use cuzk::filecoin::ProofKind;
+        for kind in [
+            ProofKind::Porep,
+            ProofKind::WinningPost,
+            ProofKind::WindowPost,
+        ] {
+            let req = request_from_fixtures(&dir, kind, "syn", Priority::Unspecified)
+                .unwrap_or_else(|e| panic!("{kind:?}: {e:#}"));
+            assert_eq!(req.request_id, "syn");
+        }
+        let snap = request_from_fixtures(&dir, ProofKind::Snap, "syn", Priority::Unspecified);
+        let e = format!("{:#}", snap.unwrap_err());
+        assert!(e.contains("no SnapDeals inputs"), "{e}");
+    }
     let proof = out.path().join("porep.proof");
     let (ok, text) = cuzk(&[
         "fil",

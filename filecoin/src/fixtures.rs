@@ -23,7 +23,8 @@ use crate::FilError;
 use crate::ids::{self, prover_id, to_hex};
 use crate::porep::C1;
 
-/// What `cuzk fil gen` wrote, as `meta.json`.
+/// What `cuzk fil gen` wrote, as `meta.json` (`synthetic.json` for a
+/// synthetic sector, which has no SnapDeals inputs).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Meta {
     pub sector_size: u64,
@@ -31,7 +32,8 @@ pub struct Meta {
     pub porep: PorepMeta,
     pub window: PostMeta,
     pub winning: PostMeta,
-    pub snap: SnapMeta,
+    #[serde(default)]
+    pub snap: Option<SnapMeta>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -72,9 +74,13 @@ pub struct SnapMeta {
 }
 
 impl Meta {
-    /// Reads `meta.json` from a fixtures directory.
+    /// Reads `meta.json` from a fixtures directory, or a synthetic
+    /// sector's `synthetic.json`.
     pub fn read(dir: &Path) -> Result<Self, FilError> {
-        let path = dir.join("meta.json");
+        let mut path = dir.join("meta.json");
+        if !path.exists() && dir.join("synthetic.json").exists() {
+            path = dir.join("synthetic.json");
+        }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| FilError::malformed(path.display().to_string(), e))?;
         serde_json::from_str(&text).map_err(|e| FilError::malformed(path.display().to_string(), e))
@@ -315,14 +321,14 @@ pub fn generate(sector_size: u64, miner: u64, out: &Path, keep: bool) -> Result<
             sectors: vec![s1.id],
             vanilla: winning,
         },
-        snap: SnapMeta {
+        snap: Some(SnapMeta {
             registered_proof: ids::update_proof_number(rup),
             sector: s2.id,
             comm_r_old: to_hex(&s2.comm_r),
             comm_r_new: to_hex(&encoded.comm_r_new),
             comm_d_new: to_hex(&encoded.comm_d_new),
             vanilla: snap,
-        },
+        }),
     };
     let _ = s2.comm_d;
     write(

@@ -319,7 +319,9 @@ fn job(kind: &ProveKind) -> anyhow::Result<(FilJob, Common)> {
             common,
         } => {
             let m = meta(common)?;
-            let sm = m.as_ref().map(|(m, d)| (&m.snap, d));
+            let sm = m
+                .as_ref()
+                .and_then(|(m, d)| m.snap.as_ref().map(|s| (s, d)));
             let files: Vec<PathBuf> = if vanilla.is_empty() {
                 sm.map(|(s, d)| s.vanilla.iter().map(|v| d.join(v)).collect())
                     .unwrap_or_default()
@@ -532,7 +534,9 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
                 meta.winning.vanilla.join(" "),
                 meta.winning.randomness
             );
-            println!("  snap:    {}", meta.snap.vanilla.join(" "));
+            if let Some(snap) = &meta.snap {
+                println!("  snap:    {}", snap.vanilla.join(" "));
+            }
             println!("  meta.json");
             Ok(ExitCode::SUCCESS)
         }

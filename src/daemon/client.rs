@@ -166,17 +166,22 @@ pub fn request_from_fixtures(
                 .collect::<anyhow::Result<_>>()?;
         }
         ProofKind::Snap => {
-            req.registered_proof = meta.snap.registered_proof;
-            req.sector_number = meta.snap.sector;
-            req.vanilla_proofs = meta
-                .snap
+            let snap = meta.snap.as_ref().with_context(|| {
+                format!(
+                    "{} has no SnapDeals inputs (a synthetic sector has none)",
+                    dir.display()
+                )
+            })?;
+            req.registered_proof = snap.registered_proof;
+            req.sector_number = snap.sector;
+            req.vanilla_proofs = snap
                 .vanilla
                 .iter()
                 .map(|v| read(dir, v))
                 .collect::<anyhow::Result<_>>()?;
-            req.comm_r_old = hex("comm_r_old", &meta.snap.comm_r_old)?;
-            req.comm_r_new = hex("comm_r_new", &meta.snap.comm_r_new)?;
-            req.comm_d_new = hex("comm_d_new", &meta.snap.comm_d_new)?;
+            req.comm_r_old = hex("comm_r_old", &snap.comm_r_old)?;
+            req.comm_r_new = hex("comm_r_new", &snap.comm_r_new)?;
+            req.comm_d_new = hex("comm_d_new", &snap.comm_d_new)?;
         }
     }
     tracing::debug!(%kind, size = %sector_size_name(meta.sector_size), "request from fixtures");

@@ -87,13 +87,14 @@ pub mod verify {
     pub fn window(bytes: &[u8]) -> bool {
         let (meta, _) = fixtures();
         let rp = ids::post_proof(meta.window.registered_proof).unwrap();
-        let replicas: BTreeMap<SectorId, PublicReplicaInfo> = [
-            (meta.porep.sector, &meta.porep.comm_r),
-            (meta.snap.sector, &meta.snap.comm_r_old),
-        ]
-        .iter()
-        .map(|(s, c)| (SectorId::from(*s), PublicReplicaInfo::new(rp, hex32(c))))
-        .collect();
+        let replicas: BTreeMap<SectorId, PublicReplicaInfo> =
+            [(meta.porep.sector, &meta.porep.comm_r), {
+                let snap = meta.snap.as_ref().unwrap();
+                (snap.sector, &snap.comm_r_old)
+            }]
+            .iter()
+            .map(|(s, c)| (SectorId::from(*s), PublicReplicaInfo::new(rp, hex32(c))))
+            .collect();
         window_partition(
             rp,
             &hex32(&meta.window.randomness),
@@ -146,12 +147,13 @@ pub mod verify {
 
     pub fn snap(bytes: &[u8]) -> bool {
         let (meta, _) = fixtures();
+        let snap = meta.snap.as_ref().unwrap();
         filecoin_proofs_api::update::verify_empty_sector_update_proof(
-            ids::update_proof(meta.snap.registered_proof).unwrap(),
+            ids::update_proof(snap.registered_proof).unwrap(),
             bytes,
-            hex32(&meta.snap.comm_r_old),
-            hex32(&meta.snap.comm_r_new),
-            hex32(&meta.snap.comm_d_new),
+            hex32(&snap.comm_r_old),
+            hex32(&snap.comm_r_new),
+            hex32(&snap.comm_d_new),
         )
         .unwrap_or(false)
     }
