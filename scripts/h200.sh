@@ -29,6 +29,8 @@
 #                               only where its test passes, else the CPU's; a later porep32 call reuses what it made)
 #   scripts/h200.sh soak32     (after porep32: 32 GiB WinningPoSt every 15 s under a backlog of 32 GiB PoReps, through
 #                               the daemon, every proof verified; WinningPoSt against its solo latency)
+#   scripts/h200.sh small-vram (streamed SRS: list kernels, GPU proof tests, chain 2^24 x 2 resident / 16 GiB budget /
+#                               streamed under 16 GiB and 4 GiB, peak device memory)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -123,6 +125,27 @@ soak32)
       --restart-every 0s --grace 90s --json "$out/soak32.json" 2>&1 | tail -30
   cp /tmp/cuzk-soak-*.log "$out/" 2>/dev/null
   grep -E "WARN|ERROR" /tmp/cuzk-soak-*.log | cut -c1-300 | tail -10
+  ;;
+small-vram)
+  # Streamed SRS (#28): the list kernels and every GPU proof test (SRS
+  # streamed through 64 KiB chunks included), then chain 2^24 x 2 resident,
+  # under a 16 GiB budget, streamed under 16 GiB and under 4 GiB, with the
+  # device memory in use sampled every 100 ms.
+  "$bin/gpu_ops" --test-threads 1 list_lower 2>&1 | grep -E "^test |test result|panicked"
+  timeout 300 "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked" | cut -c1-300
+  setup chain 24
+  for run in "resident:" "budget16:CUZK_GPU__VRAM_BUDGET=16GiB" \
+      "streamed16:CUZK_GPU__VRAM_BUDGET=16GiB CUZK_GPU__SRS_RESIDENT=false" \
+      "streamed4:CUZK_GPU__VRAM_BUDGET=4GiB CUZK_GPU__SRS_RESIDENT=false"; do
+    name=${run%%:*}; extra=${run#*:}
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$out/vram-$name.txt" &
+    smi=$!
+    env $gpu_env $extra CUZK_PIPELINE__VARIANT=single_lock timeout $(( $(left) - 20 )) "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 24 --partitions 2 -c 3 -j 1 --warmup 1 2>&1 \
+        | grep -E "throughput|verified:|error|Error" | sed "s/^/$name: /"
+    kill $smi; wait $smi 2>/dev/null
+    echo "$name: peak device memory $(sort -n "$out/vram-$name.txt" | tail -1) MiB"
+  done
   ;;
 tests)
   "$bin/cuzk" info
