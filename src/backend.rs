@@ -160,6 +160,11 @@ impl Backend {
         let mut gpu = GpuContext::new(devices, config.gpu.srs_resident, tables);
         gpu.pce_matrices = config.gpu.pce_matrices;
         gpu.stream_chunk = config.gpu.stream_chunk.bytes() as usize;
+        gpu.partition_buffers = match config.gpu.partition_buffers {
+            cuzk_config::PartitionBuffers::Auto => cuzk_stages::gpu::BufferLayout::Auto,
+            cuzk_config::PartitionBuffers::Full => cuzk_stages::gpu::BufferLayout::Full,
+            cuzk_config::PartitionBuffers::Compact => cuzk_stages::gpu::BufferLayout::Compact,
+        };
         Arc::new(gpu)
     }
 }

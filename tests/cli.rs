@@ -304,14 +304,16 @@ fn info_plans_device_memory_for_a_card_of_the_given_size() {
     ] {
         assert!(roomy.contains(want), "`{want}` missing:\n{roomy}");
     }
-    // 2^12 chain: ~0.8 MiB of SRS and ~0.6 MiB of buffers. 1.2 MiB holds the
-    // buffers and two 256 KiB chunks, not the SRS: it streams.
+    // 2^12 chain: ~1.5 MiB of SRS, ~0.6 MiB of buffers (~0.4 MiB compact).
+    // 1.2 MiB holds the buffers and two 256 KiB chunks, not the SRS: it
+    // streams; 1 MiB holds compact buffers and the chunks; 512 KiB no proof.
     let streamed = plan("1200KiB");
-    assert!(
-        streamed.contains("=> the SRS does not fit: every MSM streams its points from host memory"),
-        "{streamed}"
-    );
-    // 1 MiB holds no proof.
-    let tight = plan("1MiB");
+    let streams = "=> the SRS does not fit: every MSM streams its points from host memory";
+    assert!(streamed.contains(streams), "{streamed}");
+    assert!(!streamed.contains("compact partition buffers"), "{streamed}");
+    let compact = plan("1MiB");
+    assert!(compact.contains(streams), "{compact}");
+    assert!(compact.contains("compact partition buffers"), "{compact}");
+    let tight = plan("512KiB");
     assert!(tight.contains("this card cannot prove it"), "{tight}");
 }

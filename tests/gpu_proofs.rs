@@ -136,7 +136,7 @@ async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
     };
     let (log_size, partitions) = (14, 4);
     let srs = common::srs(Workload::Chain, log_size);
-    let buffers = cuzk::stages::gpu::partition_device_bytes(&srs.shape());
+    let buffers = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), false);
     let matrices = 64 << 20;
     config.gpu.msm_tables = false;
     let budget = cuzk::stages::gpu::srs_device_bytes(&srs) + buffers * 3 / 2 + matrices;
@@ -182,7 +182,7 @@ async fn msms_stream_srs_points_through_small_chunks_and_proofs_verify() {
         let out = common::prove_in_flight(&engine, Workload::Sha256, log, 3, 2).await;
         let srs = common::srs(Workload::Sha256, log);
         // The partition's buffers and two chunks: nothing for the SRS.
-        let held = cuzk::stages::gpu::partition_device_bytes(&srs.shape()) + 2 * (64 << 10);
+        let held = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), false) + 2 * (64 << 10);
         let mut staged = 0;
         for t in out
             .iter()
@@ -192,6 +192,49 @@ async fn msms_stream_srs_points_through_small_chunks_and_proofs_verify() {
             if let Some(bytes) = t.note("device_bytes") {
                 assert_eq!(t.note("srs"), Some("streamed"), "{variant}: {t:?}");
                 assert_eq!(bytes.parse::<usize>().unwrap(), held, "{variant}: {t:?}");
+                staged += 1;
+            }
+        }
+        assert_eq!(staged, 6, "{variant}: every partition staged once");
+        engine.idle().await;
+        assert_eq!(engine.arena_stats().in_use, 0);
+        engine.shutdown().await;
+    }
+}
+
+/// Compact partition buffers (two domain-sized buffers that a, b and c
+/// pass through, the assignment after them), as a card smaller than a
+/// partition's full buffers gets: proofs verify under single_lock (lists
+/// from the host), pce_gpu (lists and a, b, c left to the device stage,
+/// evaluated on the host) and two_lock (staging and compute apart), and
+/// with the SRS streamed through small chunks too, as on a 16 GB card.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_partition_buffers_prove_under_every_kind_of_staging() {
+    for (variant, streamed) in [
+        ("single_lock", false),
+        ("pce_gpu", false),
+        ("two_lock", false),
+        ("pce_gpu", true),
+    ] {
+        let Some(mut config) = gpu_config(variant) else {
+            return;
+        };
+        config.gpu.partition_buffers = cuzk::config::PartitionBuffers::Compact;
+        if streamed {
+            config.gpu.srs_resident = false;
+            config.gpu.stream_chunk = ByteSize(64 << 10);
+        }
+        let engine = Engine::from_config(config).unwrap();
+        let log = common::sha256_log_size();
+        let out = common::prove_in_flight(&engine, Workload::Sha256, log, 3, 2).await;
+        let srs = common::srs(Workload::Sha256, log);
+        let compact = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), true);
+        let chunks = if streamed { 2 * (64 << 10) } else { 0 };
+        let mut staged = 0;
+        for t in out.iter().flat_map(|j| &j.partitions).flat_map(|p| &p.timings) {
+            if let Some(bytes) = t.note("device_bytes") {
+                assert_eq!(t.note("buffers"), Some("compact"), "{variant}: {t:?}");
+                assert_eq!(bytes.parse::<usize>().unwrap(), compact + chunks, "{variant}");
                 staged += 1;
             }
         }

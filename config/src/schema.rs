@@ -137,6 +137,23 @@ pub enum Backend {
     Gpu,
 }
 
+/// How a partition's buffers are laid out on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionBuffers {
+    /// Full where a partition's full buffers fit beside what the device
+    /// keeps (SRS, matrices, tables, chunks), else compact.
+    #[default]
+    Auto,
+    /// a, b and c in three domain-sized buffers and the assignment in a
+    /// fourth: every upload before the NTTs.
+    Full,
+    /// Two domain-sized buffers: a, b and c pass through them in turn (each
+    /// taken to the coset and folded in as it arrives), and the assignment
+    /// replaces them after the NTTs; a, b and c are evaluated on the host.
+    Compact,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GpuConfig {
@@ -156,6 +173,9 @@ pub struct GpuConfig {
     /// when the SRS is not resident (0 = 512 MiB, or a sixteenth of the
     /// budget if less).
     pub stream_chunk: ByteSize,
+    /// A partition's device buffers: `auto`, `full` or `compact` (about 60%
+    /// of full's memory, for cards smaller than a partition's full buffers).
+    pub partition_buffers: PartitionBuffers,
     /// Beside a resident SRS, keep tables of precomputed multiples of its
     /// points for the fixed-base MSM (off: every MSM on sppark's Pippenger).
     pub msm_tables: bool,
@@ -183,6 +203,7 @@ impl Default for GpuConfig {
             vram_budget: ByteSize(0),
             srs_resident: true,
             stream_chunk: ByteSize(0),
+            partition_buffers: PartitionBuffers::Auto,
             msm_tables: true,
             msm_table_budget: ByteSize(0),
             pce_matrices: true,

@@ -327,6 +327,68 @@ pub fn quotient(
     }
 }
 
+/// The quotient through two buffers, for cards without room for three:
+/// `a` to the coset; then for b and c in turn, each loaded into `scratch`,
+/// taken to the coset and combined (a·b, then (a·b − c)·1/Z); then `a` back
+/// to coefficients. The same H as [`quotient`], in `a`.
+pub struct TwoBufferQuotient<'a> {
+    pub stream: &'a Stream,
+    pub a: &'a DeviceBuffer,
+    pub scratch: &'a DeviceBuffer,
+    pub lg: u32,
+}
+
+/// What [`TwoBufferQuotient::combine`] does with the vector in `scratch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Combine {
+    /// a := a·b
+    Mul = 0,
+    /// a := (a − c)·z_inv
+    SubScale = 1,
+}
+
+impl TwoBufferQuotient<'_> {
+    fn check(&self, x: &DeviceBuffer) {
+        assert!(
+            x.bytes() >= (32usize << self.lg),
+            "a buffer of fewer than 2^lg scalars"
+        );
+    }
+
+    /// `a` (evaluations over the domain) to the coset, queued.
+    pub fn a_to_coset(&self) -> Result<(), KernelError> {
+        self.check(self.a);
+        // SAFETY: 2^lg scalars (checked) on the stream's device.
+        unsafe { k::cuzk_to_coset(self.stream.device(), self.stream.raw(), self.a.at(0), self.lg) }
+    }
+
+    /// The vector uploaded into `scratch` to the coset and folded into `a`, queued.
+    pub fn combine(&self, op: Combine, z_inv: &Fr) -> Result<(), KernelError> {
+        self.check(self.scratch);
+        let (device, stream) = (self.stream.device(), self.stream.raw());
+        // SAFETY: both buffers hold 2^lg scalars (checked) on the stream's device.
+        unsafe {
+            k::cuzk_to_coset(device, stream, self.scratch.at(0), self.lg)?;
+            k::cuzk_pointwise(
+                device,
+                stream,
+                self.a.at(0),
+                self.scratch.at(0),
+                op as u32,
+                z_inv,
+                1usize << self.lg,
+            )
+        }
+    }
+
+    /// `a` back from the coset: H's coefficients, queued.
+    pub fn finish(&self) -> Result<(), KernelError> {
+        // SAFETY: as `a_to_coset`.
+        unsafe { k::cuzk_from_coset(self.stream.device(), self.stream.raw(), self.a.at(0), self.lg) }
+    }
+}
+
 /// A natural-order NTT in place (tests compare it with the CPU's).
 pub fn ntt(
     stream: &Stream,

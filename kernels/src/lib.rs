@@ -172,6 +172,12 @@ kernels! {
     /// H = (a·b − c)/Z on the coset, in place in `a` (natural-order coefficients);
     /// `b` and `c` are scratch. `z_inv` is 1/(7^n − 1) in Montgomery form.
     fn cuzk_quotient(device: i32, stream: *mut c_void, a: *mut Fr, b: *mut Fr, c: *mut Fr, lg: u32, z_inv: *const Fr);
+    /// Evaluations over the domain to evaluations on the coset, in place.
+    fn cuzk_to_coset(device: i32, stream: *mut c_void, x: *mut Fr, lg: u32);
+    /// Coset evaluations to coefficients, in place (natural order).
+    fn cuzk_from_coset(device: i32, stream: *mut c_void, x: *mut Fr, lg: u32);
+    /// a := a·b (`op` 0) or a := (a − b)·z_inv (`op` 1) over `n` elements.
+    fn cuzk_pointwise(device: i32, stream: *mut c_void, a: *mut Fr, b: *const Fr, op: u32, z_inv: *const Fr, n: usize);
     /// A natural-order NTT of device data (tests).
     fn cuzk_ntt(device: i32, stream: *mut c_void, x: *mut Fr, lg: u32, inverse: bool, coset: bool);
     /// G1: sum(points[i] * scalars[i]); `mont` says whether scalars are in Montgomery form.

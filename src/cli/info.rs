@@ -23,6 +23,12 @@ pub struct Args {
 }
 
 fn gib(bytes: usize) -> String {
+    if bytes < 1 << 20 {
+        return format!("{:.0} KiB", bytes as f64 / 1024.0);
+    }
+    if bytes < 10 << 20 {
+        return format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64);
+    }
     if bytes < 1 << 30 {
         return format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64);
     }
@@ -149,7 +155,8 @@ fn memory_plan(
         a_len: lengths[2],
         b_len: lengths[3],
     };
-    let lease = cuzk_stages::gpu::partition_device_bytes(&shape);
+    let lease = cuzk_stages::gpu::partition_device_bytes(&shape, false);
+    let compact = cuzk_stages::gpu::partition_device_bytes(&shape, true);
     // The recording beside the parameters, if made (pce_gpu keeps it on the device).
     let recording = cuzk_stages::pce::PceCache::new(config.pce.dir.clone())
         .path_of(Srs::file_id(path)?, Some(path))
@@ -158,9 +165,10 @@ fn memory_plan(
     println!("  device memory plan for a {} budget:", gib(budget));
     println!("    resident SRS          {}", gib(srs));
     println!(
-        "    a partition's buffers {} (a, b, c over 2^{}, the assignment, index lists)",
+        "    a partition's buffers {} (a, b, c over 2^{}, the assignment, index lists); compact {}",
         gib(lease),
-        shape.log_domain
+        shape.log_domain,
+        gib(compact)
     );
     match recording {
         Some(r) => println!(
@@ -187,23 +195,32 @@ fn memory_plan(
         println!(
             "    => SRS resident without the matrices (a, b, c evaluated on the host), 1 partition at once"
         );
+    } else if compact + srs <= budget {
+        println!(
+            "    => SRS resident, compact partition buffers (a, b, c evaluated on the host and passed through two buffers), 1 partition at once"
+        );
     } else {
         let chunk = cuzk_stages::gpu::chunk_bytes(config.gpu.stream_chunk.bytes() as usize, budget);
-        let need = lease + 2 * chunk;
         println!(
             "    streamed SRS chunks   {} (two of {} per partition; the SRS stays in page-locked host memory)",
             gib(2 * chunk),
             gib(chunk)
         );
-        if need <= budget {
+        let (full, small) = (lease + 2 * chunk, compact + 2 * chunk);
+        if full <= budget {
             println!(
                 "    => the SRS does not fit: every MSM streams its points from host memory, room for {} partition(s) on the device at once",
-                budget / need
+                budget / full
+            );
+        } else if small <= budget {
+            println!(
+                "    => the SRS does not fit: every MSM streams its points from host memory; compact partition buffers (a, b, c evaluated on the host), room for {} partition(s) at once",
+                budget / small
             );
         } else {
             println!(
-                "    => this card cannot prove it: a partition's buffers and its chunks need {} of the {} budget",
-                gib(need),
+                "    => this card cannot prove it: a partition's compact buffers and its chunks need {} of the {} budget",
+                gib(small),
                 gib(budget)
             );
         }

@@ -166,12 +166,12 @@ impl GpuContext {
                 let bad = ops::pce_eval(
                     stream,
                     &m.constraints(),
-                    &bufs.z,
+                    bufs.z(),
                     shape.inputs,
                     shape.domain,
                     &bufs.a,
                     &bufs.b,
-                    &bufs.c,
+                    bufs.c()?,
                 )?;
                 let end = Instant::now();
                 match bad {
@@ -180,30 +180,58 @@ impl GpuContext {
                 }
             }
             None => {
-                // A partition synthesized without room for a, b and c in its
-                // arena (the matrices were expected on the device) gets them
-                // for the moment.
-                let mut owned: Vec<Vec<Limbs>> = vec![];
-                let [a, b, c] = if abc[0].len() < shape.domain {
-                    owned = (0..3).map(|_| vec![[0u64; 4]; shape.domain]).collect();
-                    let [a, b, c] = &mut owned[..] else {
-                        unreachable!("three regions")
-                    };
-                    [a.as_mut_slice(), b.as_mut_slice(), c.as_mut_slice()]
-                } else {
-                    abc
-                };
-                evaluate_on_host(r, z, z_canonical, [&mut *a, &mut *b, &mut *c], shape.inputs)?;
+                let host = abc_on_host(r, z, z_canonical, abc, shape)?;
+                let [a, b, c] = host.slices();
                 bufs.a.copy_in(stream, a)?;
                 bufs.b.copy_in(stream, b)?;
-                bufs.c.copy_in(stream, c)?;
-                // The copies read `owned` until the stream passes them.
+                bufs.c()?.copy_in(stream, c)?;
+                // The copies read `host` until the stream passes them.
                 stream.sync()?;
-                drop(owned);
                 Ok(None)
             }
         }
     }
+}
+
+/// a, b and c evaluated on the host for a partition whose synthesis left
+/// them to the device: in the arena's regions when it has room for them,
+/// else in vectors of their own.
+pub(super) enum HostAbc<'a> {
+    Arena([&'a mut [Limbs]; 3]),
+    Owned([Vec<Limbs>; 3]),
+}
+
+impl HostAbc<'_> {
+    pub(super) fn slices(&self) -> [&[Limbs]; 3] {
+        match self {
+            HostAbc::Arena([a, b, c]) => [&**a, &**b, &**c],
+            HostAbc::Owned([a, b, c]) => [a, b, c],
+        }
+    }
+}
+
+/// a, b and c of the recording's rows from `z` (canonical if
+/// `z_canonical`), on the host (see [`evaluate_on_host`]).
+pub(super) fn abc_on_host<'a>(
+    r: &Recording,
+    z: &[Limbs],
+    z_canonical: bool,
+    abc: [&'a mut [Limbs]; 3],
+    shape: &SrsShape,
+) -> anyhow::Result<HostAbc<'a>> {
+    // A partition synthesized without room for a, b and c in its arena (the
+    // matrices were expected on the device) gets them for the moment.
+    let mut host = if abc[0].len() < shape.domain {
+        HostAbc::Owned(std::array::from_fn(|_| vec![[0u64; 4]; shape.domain]))
+    } else {
+        HostAbc::Arena(abc)
+    };
+    let [a, b, c] = match &mut host {
+        HostAbc::Arena([a, b, c]) => [&mut **a, &mut **b, &mut **c],
+        HostAbc::Owned([a, b, c]) => [a.as_mut_slice(), b.as_mut_slice(), c.as_mut_slice()],
+    };
+    evaluate_on_host(r, z, z_canonical, [a, b, c], shape.inputs)?;
+    Ok(host)
 }
 
 /// a, b and c on the host, as the device computes them (the fallback when a

@@ -28,7 +28,7 @@ use blstrs::{G1Affine, G2Affine};
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::vram::{Reservation, VramBudget};
 
-use crate::srs::Srs;
+use crate::srs::{Srs, SrsShape};
 
 pub use abc::{
     DeviceEval, DevicePce, Unsatisfied, evaluate_on_device, evaluate_on_host, pce_device_bytes,
@@ -125,6 +125,13 @@ impl GpuDevice {
             .map_or(0, |d| d.tables.bytes())
     }
 
+    /// Device bytes of the pre-compiled matrices resident here.
+    pub fn pce_bytes(&self) -> usize {
+        let mut r = self.pce.lock().unwrap();
+        r.0.retain(|(w, _)| w.strong_count() > 0);
+        r.0.iter().map(|(_, d)| d.bytes).sum()
+    }
+
     /// Forgets the resident copy of `srs` (freed once no partition uses it);
     /// the bytes it held, if it was resident.
     pub fn evict(&self, srs: &Arc<Srs>) -> Option<usize> {
@@ -146,6 +153,21 @@ pub struct GpuContext {
     /// Bytes of each chunk buffer streamed SRS points pass through (0: see
     /// [`chunk_bytes`]).
     pub stream_chunk: usize,
+    /// How partitions' device buffers are laid out.
+    pub partition_buffers: BufferLayout,
+}
+
+/// How a partition's device buffers are laid out (`gpu.partition_buffers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BufferLayout {
+    /// Full where its buffers fit beside what the device keeps, else compact.
+    #[default]
+    Auto,
+    /// a, b, c and the assignment each in a buffer of its own.
+    Full,
+    /// Two domain-sized buffers that a, b, c and then the assignment pass
+    /// through (a, b and c evaluated on the host).
+    Compact,
 }
 
 /// The SRS a staged partition's MSMs read: resident on the device, or left
@@ -200,6 +222,22 @@ impl GpuContext {
             tables,
             pce_matrices: true,
             stream_chunk: 0,
+            partition_buffers: BufferLayout::Auto,
+        }
+    }
+
+    /// Whether a partition of `shape` on `dev` gets compact buffers: as
+    /// configured, or (auto) when its full buffers do not fit beside what
+    /// the device keeps (resident SRSs and their tables, resident matrices)
+    /// and the lease's chunk buffers (`chunks` bytes).
+    fn compact_for(&self, dev: &GpuDevice, shape: &SrsShape, chunks: usize) -> bool {
+        match self.partition_buffers {
+            BufferLayout::Full => false,
+            BufferLayout::Compact => true,
+            BufferLayout::Auto => {
+                let kept = dev.resident_bytes() + dev.pce_bytes() + chunks;
+                kept + partition_device_bytes(shape, false) > dev.vram.limit()
+            }
         }
     }
 

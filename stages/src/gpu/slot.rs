@@ -36,14 +36,17 @@ impl DeviceLists {
     }
 }
 
-/// The buffers of one partition: A, B, C over the domain (A then holds H),
-/// the assignment, and the L, A and B index lists at their largest.
+/// The buffers of one partition. Full: A, B, C over the domain (A then
+/// holds H) and the assignment in a fourth. Compact: two over the domain,
+/// the first taking A then H, the second B, then C, then the assignment.
+/// Both: the L, A and B index lists at their largest.
 pub(super) struct Buffers {
     shape: SrsShape,
+    pub compact: bool,
     pub a: DeviceBuffer,
     pub b: DeviceBuffer,
-    pub c: DeviceBuffer,
-    pub z: DeviceBuffer,
+    c: Option<DeviceBuffer>,
+    z: Option<DeviceBuffer>,
     /// L, A and B.
     pub lists: [DeviceLists; 3],
     /// The density bitmaps (A aux, B inputs, B aux), for prep on the device.
@@ -51,25 +54,34 @@ pub(super) struct Buffers {
     _reservation: Reservation,
 }
 
-/// Device bytes of a partition's buffers for `shape`, with the scratch of
-/// prep on the device beyond what a's buffer holds (prep runs before a is
-/// filled and keeps its counters there).
-pub fn partition_device_bytes(shape: &SrsShape) -> usize {
+/// Device bytes of a partition's buffers for `shape`, full or `compact`,
+/// with the scratch of prep on the device beyond what a's buffer holds
+/// (prep runs before a is filled and keeps its counters there).
+pub fn partition_device_bytes(shape: &SrsShape, compact: bool) -> usize {
     let n = shape.inputs + shape.aux;
     let bitmaps = (2 * shape.aux.div_ceil(64) + shape.inputs.div_ceil(64) + 3) * 8;
     let prep_beyond_a = ops::prep_scratch_bytes(n).saturating_sub(shape.domain * 32);
-    (3 * shape.domain + n) * 32 + 3 * 4 * (shape.aux + 2 * n) + bitmaps + prep_beyond_a
+    let vectors = match compact {
+        // The assignment waits in the second domain buffer (n <= domain).
+        true => 2 * shape.domain,
+        false => 3 * shape.domain + n,
+    };
+    vectors * 32 + 3 * 4 * (shape.aux + 2 * n) + bitmaps + prep_beyond_a
 }
 
 impl Buffers {
-    fn alloc(d: i32, shape: SrsShape, reservation: Reservation) -> anyhow::Result<Self> {
+    fn alloc(d: i32, shape: SrsShape, compact: bool, reservation: Reservation) -> anyhow::Result<Self> {
         let n = shape.inputs + shape.aux;
+        let domain = || DeviceBuffer::alloc(d, shape.domain * 32);
         Ok(Self {
             shape,
-            a: DeviceBuffer::alloc(d, shape.domain * 32)?,
-            b: DeviceBuffer::alloc(d, shape.domain * 32)?,
-            c: DeviceBuffer::alloc(d, shape.domain * 32)?,
-            z: DeviceBuffer::alloc(d, n * 32)?,
+            compact,
+            a: domain()?,
+            b: domain()?,
+            c: (!compact).then(domain).transpose()?,
+            z: (!compact)
+                .then(|| DeviceBuffer::alloc(d, n * 32))
+                .transpose()?,
             lists: [
                 DeviceLists::alloc(d, shape.aux)?,
                 DeviceLists::alloc(d, n)?,
@@ -84,11 +96,25 @@ impl Buffers {
         })
     }
 
+    /// The assignment: its own buffer (full), or the second domain buffer
+    /// once the quotient is done with it (compact).
+    pub fn z(&self) -> &DeviceBuffer {
+        self.z.as_ref().unwrap_or(&self.b)
+    }
+
+    /// C's buffer (full buffers only).
+    pub fn c(&self) -> anyhow::Result<&DeviceBuffer> {
+        self.c
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("compact buffers hold no C buffer"))
+    }
+
     /// Whether a partition of `shape` fits (kernels are told their lengths,
-    /// so larger buffers do).
-    fn fits(&self, shape: &SrsShape) -> bool {
+    /// so larger buffers do), in this layout.
+    fn fits(&self, shape: &SrsShape, compact: bool) -> bool {
         let have = &self.shape;
-        have.domain >= shape.domain
+        self.compact == compact
+            && have.domain >= shape.domain
             && have.aux >= shape.aux
             && have.inputs + have.aux >= shape.inputs + shape.aux
     }
@@ -168,12 +194,12 @@ impl GpuDevice {
     }
 
     /// Buffers for a partition of `shape`: a spare that fits, else new ones.
-    fn lend_buffers(&self, shape: SrsShape) -> anyhow::Result<Buffers> {
+    fn lend_buffers(&self, shape: SrsShape, compact: bool) -> anyhow::Result<Buffers> {
         let taken = {
             let mut spare = self.buffers.spare.lock().unwrap();
             spare
                 .iter()
-                .position(|b| b.fits(&shape))
+                .position(|b| b.fits(&shape, compact))
                 .map(|i| spare.swap_remove(i))
         };
         let buffers = match taken {
@@ -181,10 +207,10 @@ impl GpuDevice {
             None => {
                 // A spare returned since the look above is given up here.
                 let reservation = self.reserve_or_wait(
-                    partition_device_bytes(&shape),
+                    partition_device_bytes(&shape, compact),
                     "a partition's device buffers",
                 )?;
-                Buffers::alloc(self.ordinal, shape, reservation)?
+                Buffers::alloc(self.ordinal, shape, compact, reservation)?
             }
         };
         self.buffers.lent.fetch_add(1, Ordering::SeqCst);
@@ -225,15 +251,19 @@ impl GpuSlot {
         })
     }
 
-    /// Buffers for `shape`: these, or ones the device lends (these given
-    /// back first). [`MemoryBusy`] while partitions in flight hold the
-    /// memory they need.
-    pub(super) fn buffers_for(&mut self, shape: SrsShape) -> anyhow::Result<&mut Buffers> {
-        if !self.buffers.as_ref().is_some_and(|b| b.fits(&shape)) {
+    /// Buffers for `shape`, full or `compact`: these, or ones the device
+    /// lends (these given back first). [`MemoryBusy`] while partitions in
+    /// flight hold the memory they need.
+    pub(super) fn buffers_for(
+        &mut self,
+        shape: SrsShape,
+        compact: bool,
+    ) -> anyhow::Result<&mut Buffers> {
+        if !self.buffers.as_ref().is_some_and(|b| b.fits(&shape, compact)) {
             if let Some(b) = self.buffers.take() {
                 self.dev.take_back_buffers(b);
             }
-            self.buffers = Some(self.dev.lend_buffers(shape)?);
+            self.buffers = Some(self.dev.lend_buffers(shape, compact)?);
         }
         Ok(self.buffers.as_mut().expect("just made"))
     }
@@ -243,7 +273,7 @@ impl GpuSlot {
         let buffers = self
             .buffers
             .as_ref()
-            .map_or(0, |b| partition_device_bytes(&b.shape));
+            .map_or(0, |b| partition_device_bytes(&b.shape, b.compact));
         buffers + self.chunks.as_ref().map_or(0, ChunkBuffers::device_bytes)
     }
 
@@ -285,5 +315,34 @@ impl LeaseProvider for GpuLeases {
             message: format!("creating a stream for a device lease: {e:#}"),
         })?;
         Ok(Box::new(slot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 32 GiB PoRep partition (2^27 domain, ~130 M variables): ~21.7 GB of
+    /// full buffers, which no 24 GB card's budget holds beside the chunks;
+    /// compact ~13.3 GB, which with two 128 MiB chunks fits the ~14 GB a
+    /// 16 GB card leaves (90% of what is free).
+    #[test]
+    fn compact_buffers_bring_a_32gib_partition_under_a_16gb_card() {
+        let shape = SrsShape {
+            domain: 1 << 27,
+            log_domain: 27,
+            inputs: 329,
+            aux: 130_278_000,
+            a_len: 0,
+            b_len: 0,
+        };
+        let (full, compact) = (
+            partition_device_bytes(&shape, false),
+            partition_device_bytes(&shape, true),
+        );
+        assert!((21_500_000_000..22_000_000_000).contains(&full), "{full}");
+        assert!(compact < 13_400_000_000, "{compact}");
+        assert!(compact + 2 * (128 << 20) < 14_000_000_000);
+        assert!(full + 2 * (512 << 20) > 21_600_000_000);
     }
 }

@@ -12,6 +12,7 @@ use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
 use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, Select};
 
+use super::abc::{HostAbc, abc_on_host};
 use super::slot::{Buffers, DeviceLists, MemoryBusy};
 use super::streamed::{self, ChunkBuffers, Dense, Terms};
 use super::tables;
@@ -117,7 +118,9 @@ impl GpuContext {
             let budget = slot.dev.vram.limit();
             slot.chunks(streamed::chunk_bytes(self.stream_chunk, budget))?;
         }
-        slot.buffers_for(layout.shape)?;
+        let chunks = slot.chunks.as_ref().map_or(0, ChunkBuffers::device_bytes);
+        let compact = self.compact_for(&slot.dev, &layout.shape, chunks);
+        slot.buffers_for(layout.shape, compact)?;
         let (stream, bufs) = (&slot.stream, slot.buffers.as_ref().expect("just made"));
         let view = arena.view();
         let n = layout.shape.inputs + layout.shape.aux;
@@ -126,7 +129,7 @@ impl GpuContext {
         let host_plan = w.plan;
         // The assignment and the host's lists, timed on the stream.
         spans.time_on(stream, "upload", || {
-            bufs.z.copy_in(stream, z)?;
+            bufs.z().copy_in(stream, z)?;
             let Some(plan) = host_plan else {
                 return Ok(());
             };
@@ -149,12 +152,27 @@ impl GpuContext {
         })?;
         if host_plan.is_none() {
             // The MSMs read the canonical form; the arena keeps Montgomery's.
-            ops::to_canonical(stream, &bufs.z, n)?;
+            ops::to_canonical(stream, bufs.z(), n)?;
             // Before a, b and c arrive: prep keeps its counters in a's buffer.
             let plan = spans.time("prep", || prepare_on_device(stream, bufs, &layout, &view))?;
             w.plan = Some(plan);
         }
         let abc = [layout.a, layout.b, layout.c].map(|r| view.take(r));
+        if bufs.compact {
+            let z_canonical = host_plan.is_some();
+            let shape = &layout.shape;
+            let deferred = w.deferred_abc.as_deref();
+            compact_quotient(stream, bufs, shape, deferred, z, z_canonical, abc, spans)?;
+            // The assignment again, where b and c were, for the MSMs.
+            spans.time_on(stream, "upload", || Ok(bufs.z().copy_in(stream, z)?))?;
+            if !z_canonical {
+                ops::to_canonical(stream, bufs.z(), n)?;
+            }
+            stream.sync()?;
+            slot.srs = Some(srs);
+            slot.staged = true;
+            return Ok(slot.device_bytes());
+        }
         match &w.deferred_abc {
             // After z's upload (and conversion) on the same stream; returns synchronised.
             Some(r) => {
@@ -170,7 +188,7 @@ impl GpuContext {
                 let [a, b, c] = abc;
                 bufs.a.copy_in(stream, a)?;
                 bufs.b.copy_in(stream, b)?;
-                Ok(bufs.c.copy_in(stream, c)?)
+                Ok(bufs.c()?.copy_in(stream, c)?)
             })?,
         }
         // The arena must not change until the copies land.
@@ -199,10 +217,14 @@ impl GpuContext {
             slot.buffers.as_ref().context("no device buffers")?,
         );
         let srs = slot.srs.as_ref().context("no SRS on the device")?;
-        let z_inv = limbs(Domain::get(shape.log_domain).z_inv_on_coset());
-        let ((), start, end) =
-            s.timed(|st| ops::quotient(st, &bufs.a, &bufs.b, &bufs.c, shape.log_domain, &z_inv))?;
-        spans.0.push(("ntt", start, end));
+        if !bufs.compact {
+            // (Compact buffers ran it while staging, as a, b and c arrived.)
+            let z_inv = limbs(Domain::get(shape.log_domain).z_inv_on_coset());
+            let c = bufs.c()?;
+            let ((), start, end) =
+                s.timed(|st| ops::quotient(st, &bufs.a, &bufs.b, c, shape.log_domain, &z_inv))?;
+            spans.0.push(("ntt", start, end));
+        }
         let chunks = slot.chunks.as_ref();
         let mut on_tables = 0;
         let h = spans.time_on(s, "msm_h", || {
@@ -248,7 +270,7 @@ impl GpuContext {
                     srs.g1(q, chunks)?,
                     plan,
                     &bufs.lists[i],
-                    &bufs.z,
+                    bufs.z(),
                     &shape,
                     tail,
                 )
@@ -264,6 +286,50 @@ impl GpuContext {
         let b_g1 = g1_query("msm_b_g1", Query::BG1, &plan.b, 2, tails.b_g1)?;
         Ok((G1Results { h, l, a, b_g1 }, on_tables))
     }
+}
+
+/// The quotient through compact buffers: a into the first, then b and c in
+/// turn through the second, each taken to the coset and folded in (H's
+/// coefficients left in the first). a, b and c come from the arena, or are
+/// evaluated on the host from the recording of a partition whose synthesis
+/// left them to the device (`deferred`; the matrices' three outputs do not
+/// fit compact buffers). Returns synchronised.
+#[allow(clippy::too_many_arguments)]
+fn compact_quotient(
+    stream: &Stream,
+    bufs: &Buffers,
+    shape: &SrsShape,
+    deferred: Option<&crate::pce::Recording>,
+    z: &[[u64; 4]],
+    z_canonical: bool,
+    abc: [&mut [[u64; 4]]; 3],
+    spans: &mut Spans,
+) -> anyhow::Result<()> {
+    let host = match deferred {
+        Some(r) => spans.time("abc_host", || abc_on_host(r, z, z_canonical, abc, shape))?,
+        None => HostAbc::Arena(abc),
+    };
+    let [a, b, c] = host.slices();
+    let z_inv = limbs(Domain::get(shape.log_domain).z_inv_on_coset());
+    let q = ops::TwoBufferQuotient {
+        stream,
+        a: &bufs.a,
+        scratch: &bufs.b,
+        lg: shape.log_domain,
+    };
+    // Uploads and NTTs in one span: each upload waits for the NTT before it.
+    spans.time_on(stream, "upload_ntt", || {
+        bufs.a.copy_in(stream, a)?;
+        q.a_to_coset()?;
+        bufs.b.copy_in(stream, b)?;
+        q.combine(ops::Combine::Mul, &z_inv)?;
+        bufs.b.copy_in(stream, c)?;
+        q.combine(ops::Combine::SubScale, &z_inv)?;
+        Ok(q.finish()?)
+    })?;
+    // The uploads read `host` until the stream passes them.
+    stream.sync()?;
+    Ok(())
 }
 
 /// prep_msm on the device, from the canonical assignment in the slot and the
@@ -295,7 +361,7 @@ fn prepare_on_device(
         significant: c.significant,
         zeros: c.selected - c.ones - c.significant,
     };
-    let z = &bufs.z;
+    let z = bufs.z();
     // The counters go where a, b and c land after prep: no memory beyond
     // the partition's own (3 GB at 2^27, the room the matrices need on an
     // 80 GB card beside a 32 GiB PoRep SRS).
@@ -482,6 +548,15 @@ where
     Ok((dense + tail + ones, on_tables))
 }
 
+/// The staged partition's buffer layout, for its notes.
+fn buffers_note(slot: &GpuSlot) -> &'static str {
+    match &slot.buffers {
+        Some(b) if b.compact => "compact",
+        Some(_) => "full",
+        None => "none",
+    }
+}
+
 /// Where the staged partition's SRS points are read from, for its notes.
 fn srs_note(slot: &GpuSlot) -> &'static str {
     match slot.srs {
@@ -517,9 +592,10 @@ impl Stage<PartitionWork> for GpuNttMsm {
         let prepared_here = w.plan.is_none();
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
         let result = staged.and_then(|bytes| Ok((bytes, self.0.compute(w, slot, &mut spans)?)));
-        let srs = srs_note(slot);
+        let (srs, buffers) = (srs_note(slot), buffers_note(slot));
         spans.report(cx);
         cx.note("srs", srs);
+        cx.note("buffers", buffers);
         let (bytes, (g1, on_tables)) = result.map_err(|e| fault(cx, e))?;
         w.g1 = Some(g1);
         cx.note("msm_tables", on_tables);
@@ -543,9 +619,10 @@ impl Stage<PartitionWork> for GpuStageIn {
         let prepared_here = w.plan.is_none();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
-        let srs = srs_note(slot);
+        let (srs, buffers) = (srs_note(slot), buffers_note(slot));
         spans.report(cx);
         cx.note("srs", srs);
+        cx.note("buffers", buffers);
         let bytes = staged.map_err(|e| fault(cx, e))?;
         note_prep(w, cx, prepared_here);
         cx.note("backend", "gpu");
@@ -595,7 +672,7 @@ impl Stage<PartitionWork> for GpuBG2Msm {
                     srs.b_g2(slot.chunks.as_ref())?,
                     &plan.b,
                     &bufs.lists[2],
-                    &bufs.z,
+                    bufs.z(),
                     &layout.shape,
                     plan.host_tails.b_g2,
                 )
