@@ -310,7 +310,10 @@ fn info_plans_device_memory_for_a_card_of_the_given_size() {
     let streamed = plan("1200KiB");
     let streams = "=> the SRS does not fit: every MSM streams its points from host memory";
     assert!(streamed.contains(streams), "{streamed}");
-    assert!(!streamed.contains("compact partition buffers"), "{streamed}");
+    assert!(
+        !streamed.contains("compact partition buffers"),
+        "{streamed}"
+    );
     let compact = plan("1MiB");
     assert!(compact.contains(streams), "{compact}");
     assert!(compact.contains("compact partition buffers"), "{compact}");

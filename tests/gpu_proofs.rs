@@ -231,10 +231,18 @@ async fn compact_partition_buffers_prove_under_every_kind_of_staging() {
         let compact = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), true);
         let chunks = if streamed { 2 * (64 << 10) } else { 0 };
         let mut staged = 0;
-        for t in out.iter().flat_map(|j| &j.partitions).flat_map(|p| &p.timings) {
+        for t in out
+            .iter()
+            .flat_map(|j| &j.partitions)
+            .flat_map(|p| &p.timings)
+        {
             if let Some(bytes) = t.note("device_bytes") {
                 assert_eq!(t.note("buffers"), Some("compact"), "{variant}: {t:?}");
-                assert_eq!(bytes.parse::<usize>().unwrap(), compact + chunks, "{variant}");
+                assert_eq!(
+                    bytes.parse::<usize>().unwrap(),
+                    compact + chunks,
+                    "{variant}"
+                );
                 staged += 1;
             }
         }

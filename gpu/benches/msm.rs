@@ -8,7 +8,7 @@
 //! CUZK_MSM_TABLE_GIB caps the table of each size (default: what fits);
 //! CUZK_MSM_WINDOW forces the window (with as many copies as windows);
 //! CUZK_MSM_COPIES caps the copies. Ours is timed with level 0 adding
-//! entries one by one (the default) and in pairs (`CUZK_MSM_PAIRS=1`),
+//! entries one by one (the default) and in pairs (the tuning's `pairs`),
 //! interleaved; the speedup is the default's.
 
 use std::time::Instant;
@@ -83,13 +83,6 @@ fn time<R>(reps: usize, f: impl Fn() -> R) -> f64 {
     )
 }
 
-/// Level 0 of our MSM adds entries in pairs, or one by one.
-fn pairs(on: bool) {
-    // SAFETY: the kernel reads CUZK_MSM_PAIRS on each call, on this thread;
-    // no other thread reads the environment while the benchmark runs.
-    unsafe { std::env::set_var("CUZK_MSM_PAIRS", if on { "1" } else { "0" }) }
-}
-
 /// One group at each size: table built, both MSMs timed, results compared.
 fn group<C, P>(name: &str, stream: &Stream, logs: &[u32])
 where
@@ -142,23 +135,55 @@ where
             base_offset: 0,
             scalar_offset: 0,
         };
-        let ours = || {
-            fixed::msm_fixed::<C>(stream, &d_points, &table, dense(), &d_scalars, n, true).unwrap()
+        // Level 0 one by one (the default) or in affine pairs.
+        let ours_with = |pairs: bool| {
+            let tuning = fixed::MsmTuning {
+                pairs,
+                ..fixed::tuning()
+            };
+            let mont = ops::ScalarForm::Montgomery;
+            fixed::msm_fixed_tuned::<C>(
+                stream,
+                &d_points,
+                &table,
+                dense(),
+                &d_scalars,
+                n,
+                mont,
+                0,
+                tuning,
+            )
+            .unwrap()
         };
-        let sppark =
-            || ops::msm::<C>(stream, &d_points, 0, C::POINT_BYTES, &d_scalars, 0, n, true).unwrap();
+        let sppark = || {
+            ops::msm::<C>(
+                stream,
+                &d_points,
+                0,
+                C::POINT_BYTES,
+                &d_scalars,
+                0,
+                n,
+                ops::ScalarForm::Montgomery,
+            )
+            .unwrap()
+        };
         let expect = sppark();
-        pairs(true);
-        assert_eq!(ours(), expect, "{name} 2^{lg}: pairs agree with sppark");
-        pairs(false);
-        assert_eq!(ours(), expect, "{name} 2^{lg}: ours agrees with sppark");
+        assert_eq!(
+            ours_with(true),
+            expect,
+            "{name} 2^{lg}: pairs agree with sppark"
+        );
+        assert_eq!(
+            ours_with(false),
+            expect,
+            "{name} 2^{lg}: ours agrees with sppark"
+        );
         let reps = if lg >= 26 { 3 } else { 7 };
         let (mut o, mut p, mut s) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
-            o.push(time(1, ours));
-            pairs(true);
-            p.push(time(1, ours));
-            pairs(false);
+            o.push(time(1, || ours_with(false)));
+            p.push(time(1, || ours_with(true)));
             s.push(time(1, sppark));
         }
         let (o, p, s) = (median(o), median(p), median(s));

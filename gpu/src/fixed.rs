@@ -10,7 +10,8 @@ use std::ffi::c_void;
 use cuzk_kernels as k;
 
 use crate::cuda::{DeviceBuffer, KernelError, Stream};
-use crate::ops::{Fr, G1, G2, GpuCurve};
+use crate::ops::{Fr, G1, G2, GpuCurve, ScalarForm};
+pub use k::MsmTuning;
 
 /// A group whose fixed-base MSM kernels exist.
 pub trait FixedCurve: GpuCurve {
@@ -28,20 +29,12 @@ pub trait FixedCurve: GpuCurve {
         extra: *mut c_void,
     ) -> Result<(), KernelError>;
     /// # Safety
-    /// The table's pointers, the index lists and the scalars are device
-    /// memory of `device`, every index in bounds.
-    #[allow(clippy::too_many_arguments)]
+    /// The table's pointers, the index lists and the scalars in `args` are
+    /// device memory of `device`, every index in bounds.
     unsafe fn msm_fixed(
         device: i32,
         stream: *mut c_void,
-        table: *const k::MsmTable,
-        base_off: u64,
-        base_idx: *const u32,
-        scalars: *const Fr,
-        scalar_idx: *const u32,
-        n: usize,
-        mont: bool,
-        max_entries: usize,
+        args: *const k::FixedMsmArgs,
         out: *mut c_void,
     ) -> Result<(), KernelError>;
 }
@@ -64,31 +57,10 @@ macro_rules! fixed_curve {
             unsafe fn msm_fixed(
                 device: i32,
                 stream: *mut c_void,
-                table: *const k::MsmTable,
-                base_off: u64,
-                base_idx: *const u32,
-                scalars: *const Fr,
-                scalar_idx: *const u32,
-                n: usize,
-                mont: bool,
-                max_entries: usize,
+                args: *const k::FixedMsmArgs,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe {
-                    k::$msm(
-                        device,
-                        stream,
-                        table,
-                        base_off,
-                        base_idx,
-                        scalars,
-                        scalar_idx,
-                        n,
-                        mont,
-                        max_entries,
-                        out,
-                    )
-                }
+                unsafe { k::$msm(device, stream, args, out) }
             }
         }
     };
@@ -223,7 +195,7 @@ pub enum FixedTerms<'a> {
 }
 
 /// The MSM of `n` terms over `table` (whose copy 0 is `bases`), on `stream`,
-/// returning with the result; `mont` says whether scalars are Montgomery.
+/// returning with the result; scalars in `form`.
 #[allow(clippy::too_many_arguments)]
 pub fn msm_fixed<C: FixedCurve>(
     stream: &Stream,
@@ -232,9 +204,9 @@ pub fn msm_fixed<C: FixedCurve>(
     terms: FixedTerms<'_>,
     scalars: &DeviceBuffer,
     n: usize,
-    mont: bool,
+    form: ScalarForm,
 ) -> Result<C::Projective, KernelError> {
-    msm_fixed_chunked::<C>(stream, bases, table, terms, scalars, n, mont, 0)
+    msm_fixed_chunked::<C>(stream, bases, table, terms, scalars, n, form, 0)
 }
 
 /// As `msm_fixed`, sorting at most `max_entries` digits at a time (0: the
@@ -247,8 +219,36 @@ pub fn msm_fixed_chunked<C: FixedCurve>(
     terms: FixedTerms<'_>,
     scalars: &DeviceBuffer,
     n: usize,
-    mont: bool,
+    form: ScalarForm,
     max_entries: usize,
+) -> Result<C::Projective, KernelError> {
+    let tune = tuning();
+    msm_fixed_tuned::<C>(
+        stream,
+        bases,
+        table,
+        terms,
+        scalars,
+        n,
+        form,
+        max_entries,
+        tune,
+    )
+}
+
+/// As `msm_fixed_chunked`, with the launch shape given (the benchmark
+/// compares level 0 one by one and in pairs in one run).
+#[allow(clippy::too_many_arguments)]
+pub fn msm_fixed_tuned<C: FixedCurve>(
+    stream: &Stream,
+    bases: &DeviceBuffer,
+    table: &MsmTable,
+    terms: FixedTerms<'_>,
+    scalars: &DeviceBuffer,
+    n: usize,
+    form: ScalarForm,
+    max_entries: usize,
+    tuning: MsmTuning,
 ) -> Result<C::Projective, KernelError> {
     assert!(
         table.ntab * C::POINT_BYTES <= bases.bytes(),
@@ -294,6 +294,17 @@ pub fn msm_fixed_chunked<C: FixedCurve>(
             )
         }
     };
+    let args = k::FixedMsmArgs {
+        table: raw,
+        base_off,
+        base_idx,
+        scalars: scalar_ptr,
+        scalar_idx,
+        n: n as u64,
+        max_entries: max_entries as u64,
+        form,
+        tuning,
+    };
     let mut out = C::Raw::default();
     // SAFETY: the table's buffers and the terms' lists on the stream's
     // device, bounds checked above (gathered indices are the caller's).
@@ -301,23 +312,62 @@ pub fn msm_fixed_chunked<C: FixedCurve>(
         C::msm_fixed(
             stream.device(),
             stream.raw(),
-            &raw,
-            base_off,
-            base_idx,
-            scalar_ptr,
-            scalar_idx,
-            n,
-            mont,
-            max_entries,
+            &args,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;
     Ok(C::into_projective(out))
 }
 
+/// The fixed-base MSM's launch shape: the defaults measured best, with the
+/// benchmarks' knobs read once from the environment (`CUZK_MSM_THREADS`:
+/// level-0 threads per SM; `CUZK_MSM_EDGE_SEG`: slots per segment above
+/// level 0; `CUZK_MSM_PAIRS=1`: level 0 in affine pairs; `CUZK_MSM_PROFILE`:
+/// each phase's device time to stderr). Passed to every launch: no kernel
+/// reads the environment.
+pub fn tuning() -> MsmTuning {
+    static TUNING: std::sync::OnceLock<MsmTuning> = std::sync::OnceLock::new();
+    *TUNING.get_or_init(|| tuning_from(|name| std::env::var(name).ok()))
+}
+
+/// The tuning `var` (an environment lookup) asks for.
+pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
+    let d = MsmTuning::default();
+    let number = |name: &str, default: u32, least: u32| {
+        var(name)
+            .and_then(|v| v.parse::<u32>().ok())
+            .map_or(default, |v| v.max(least))
+    };
+    MsmTuning {
+        threads_per_sm: number("CUZK_MSM_THREADS", d.threads_per_sm, 1),
+        edge_seg: number("CUZK_MSM_EDGE_SEG", d.edge_seg, 2),
+        pairs: var("CUZK_MSM_PAIRS").as_deref() == Some("1"),
+        profile: var("CUZK_MSM_PROFILE").is_some(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tuning_comes_from_rust_with_the_benchmarks_knobs() {
+        let none = tuning_from(|_| None);
+        assert_eq!(none, MsmTuning::default());
+        let knobs = tuning_from(|name| match name {
+            "CUZK_MSM_THREADS" => Some("512".into()),
+            "CUZK_MSM_EDGE_SEG" => Some("1".into()),
+            "CUZK_MSM_PAIRS" => Some("1".into()),
+            _ => None,
+        });
+        assert_eq!(knobs.threads_per_sm, 512);
+        assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
+        assert!(knobs.pairs && !knobs.profile);
+        let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
+        assert_eq!(bad.threads_per_sm, 1024);
+        // The struct the kernels read: 4 + 4 + 1 + 1 bytes, padded to 12.
+        assert_eq!(std::mem::size_of::<MsmTuning>(), 12);
+    }
 
     #[test]
     fn plans_widen_the_window_with_size_and_fit_the_budget() {

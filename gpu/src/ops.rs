@@ -11,6 +11,7 @@ use crate::cuda::{DeviceBuffer, KernelError, Stream};
 
 /// A scalar as the kernels take it (32 bytes, Montgomery or canonical).
 pub type Fr = k::Fr;
+pub use k::ScalarForm;
 
 /// The kernel entry points of one group.
 pub trait GpuCurve {
@@ -139,7 +140,7 @@ pub fn msm<C: GpuCurve>(
     scalars: &DeviceBuffer,
     scalar_offset: usize,
     n: usize,
-    mont: bool,
+    form: ScalarForm,
 ) -> Result<C::Projective, KernelError> {
     assert!(
         (point_offset + n) * point_size <= points.bytes(),
@@ -159,7 +160,7 @@ pub fn msm<C: GpuCurve>(
             base,
             scalars.at::<Fr>(scalar_offset),
             n,
-            mont,
+            form == ScalarForm::Montgomery,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;
@@ -174,9 +175,9 @@ pub fn msm_gathered<C: GpuCurve>(
     scalars: &DeviceBuffer,
     scalar_idx: &DeviceBuffer,
     n: usize,
-    mont: bool,
+    form: ScalarForm,
 ) -> Result<C::Projective, KernelError> {
-    msm_gathered_range::<C>(stream, points, base_idx, scalars, scalar_idx, 0..n, mont)
+    msm_gathered_range::<C>(stream, points, base_idx, scalars, scalar_idx, 0..n, form)
 }
 
 /// [`msm_gathered`] over the lists' entries in `terms` only.
@@ -187,7 +188,7 @@ pub fn msm_gathered_range<C: GpuCurve>(
     scalars: &DeviceBuffer,
     scalar_idx: &DeviceBuffer,
     terms: std::ops::Range<usize>,
-    mont: bool,
+    form: ScalarForm,
 ) -> Result<C::Projective, KernelError> {
     assert!(
         terms.end * 4 <= base_idx.bytes().min(scalar_idx.bytes()),
@@ -205,7 +206,7 @@ pub fn msm_gathered_range<C: GpuCurve>(
             scalars.at(0),
             scalar_idx.at::<u32>(terms.start),
             terms.len(),
-            mont,
+            form == ScalarForm::Montgomery,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;
@@ -360,7 +361,14 @@ impl TwoBufferQuotient<'_> {
     pub fn a_to_coset(&self) -> Result<(), KernelError> {
         self.check(self.a);
         // SAFETY: 2^lg scalars (checked) on the stream's device.
-        unsafe { k::cuzk_to_coset(self.stream.device(), self.stream.raw(), self.a.at(0), self.lg) }
+        unsafe {
+            k::cuzk_to_coset(
+                self.stream.device(),
+                self.stream.raw(),
+                self.a.at(0),
+                self.lg,
+            )
+        }
     }
 
     /// The vector uploaded into `scratch` to the coset and folded into `a`, queued.
@@ -385,7 +393,14 @@ impl TwoBufferQuotient<'_> {
     /// `a` back from the coset: H's coefficients, queued.
     pub fn finish(&self) -> Result<(), KernelError> {
         // SAFETY: as `a_to_coset`.
-        unsafe { k::cuzk_from_coset(self.stream.device(), self.stream.raw(), self.a.at(0), self.lg) }
+        unsafe {
+            k::cuzk_from_coset(
+                self.stream.device(),
+                self.stream.raw(),
+                self.a.at(0),
+                self.lg,
+            )
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use cuzk_gpu::cpu::msm::{self as cpu, Terms, g1_raw, g2_raw};
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::fixed::{self, FixedCurve, MsmTable};
+use cuzk_gpu::ops::ScalarForm::{Canonical, Montgomery};
 use cuzk_gpu::ops::{self, G1, G2};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
@@ -190,9 +191,9 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
     let d_mont = DeviceBuffer::upload(stream, &limbs(s)).unwrap();
     let d_canon = DeviceBuffer::upload(stream, &canonical).unwrap();
     stream.sync().unwrap();
-    let got = ops::msm::<G1>(stream, &d_points, 0, 96, &d_mont, 0, n, true).unwrap();
+    let got = ops::msm::<G1>(stream, &d_points, 0, 96, &d_mont, 0, n, Montgomery).unwrap();
     assert_eq!(got, expect, "G1 dense Montgomery {label} n={n}");
-    let got = ops::msm::<G1>(stream, &d_points, 0, 96, &d_canon, 0, n, false).unwrap();
+    let got = ops::msm::<G1>(stream, &d_points, 0, 96, &d_canon, 0, n, Canonical).unwrap();
     assert_eq!(got, expect, "G1 dense canonical {label} n={n}");
     // Gathered: every third term, reversed; and the sum of those bases.
     let idx: Vec<u32> = (0..n as u32).rev().step_by(3).collect();
@@ -211,7 +212,7 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
         &d_canon,
         &d_idx,
         idx.len(),
-        false,
+        Canonical,
     )
     .unwrap();
     assert_eq!(got, expect_g, "G1 gathered {label} n={n}");
@@ -258,7 +259,8 @@ fn g2_msms_match_blst() {
             });
             let d_canon = DeviceBuffer::upload(&stream, &canonical).unwrap();
             stream.sync().unwrap();
-            let got = ops::msm::<G2>(&stream, &d_points, 0, 192, &d_canon, 0, n, false).unwrap();
+            let got =
+                ops::msm::<G2>(&stream, &d_points, 0, 192, &d_canon, 0, n, Canonical).unwrap();
             assert_eq!(got, expect, "G2 dense {label} n={n}");
             let idx: Vec<u32> = (0..n as u32).step_by(2).collect();
             let d_idx = DeviceBuffer::upload(&stream, &idx).unwrap();
@@ -270,7 +272,7 @@ fn g2_msms_match_blst() {
                 &d_canon,
                 &d_idx,
                 idx.len(),
-                false,
+                Canonical,
             )
             .unwrap();
             let expect = cpu::msm::<cpu::G2>(Terms::Gathered {
@@ -335,16 +337,19 @@ fn check_fixed<C, K>(
             t.window(),
             t.copies()
         );
-        let got = fixed::msm_fixed::<C>(stream, d_bases, t, dense(0), &d_mont, n, true).unwrap();
+        let got =
+            fixed::msm_fixed::<C>(stream, d_bases, t, dense(0), &d_mont, n, Montgomery).unwrap();
         assert_eq!(got, expect, "fixed dense Montgomery {shape}");
-        let got = fixed::msm_fixed::<C>(stream, d_bases, t, dense(0), &d_canon, n, false).unwrap();
+        let got =
+            fixed::msm_fixed::<C>(stream, d_bases, t, dense(0), &d_canon, n, Canonical).unwrap();
         assert_eq!(got, expect, "fixed dense canonical {shape}");
         let gathered = fixed::FixedTerms::Gathered {
             base_idx: &d_idx,
             scalar_idx: &d_idx,
         };
-        let got = fixed::msm_fixed::<C>(stream, d_bases, t, gathered, &d_canon, idx.len(), false)
-            .unwrap();
+        let got =
+            fixed::msm_fixed::<C>(stream, d_bases, t, gathered, &d_canon, idx.len(), Canonical)
+                .unwrap();
         assert_eq!(got, expect_g, "fixed gathered {shape}");
         if i == 0 {
             let got = fixed::msm_fixed_chunked::<C>(
@@ -354,7 +359,7 @@ fn check_fixed<C, K>(
                 dense(0),
                 &d_canon,
                 n,
-                false,
+                Canonical,
                 1000,
             )
             .unwrap();
@@ -470,7 +475,8 @@ fn fixed_base_g1_msm_of_2_pow_24_matches_blst() {
         base_offset: 0,
         scalar_offset: 0,
     };
-    let got = fixed::msm_fixed::<G1>(&stream, &d_bases, &table, terms, &d_mont, n, true).unwrap();
+    let got =
+        fixed::msm_fixed::<G1>(&stream, &d_bases, &table, terms, &d_mont, n, Montgomery).unwrap();
     assert_eq!(got, expect, "fixed-base G1 MSM of 2^24");
 }
 

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -24,15 +23,42 @@ struct cuzk_msm_table {
     uint32_t copies;
 };
 
-// With CUZK_MSM_PROFILE set, the device time of each phase of a fixed-base
-// MSM (CUDA events on its stream), summed over chunks and printed to stderr.
+// Mirrors Rust's `cuzk_kernels::MsmTuning`: the launch shape, chosen there.
+struct cuzk_msm_tuning {
+    uint32_t threads_per_sm; // level-0 accumulation threads per SM
+    uint32_t edge_seg;       // slots per segment above level 0
+    bool pairs;              // level 0 in affine pairs (measured slower)
+    bool profile;            // each phase's device time to stderr
+};
+
+// Mirrors Rust's `cuzk_kernels::ScalarForm`.
+enum cuzk_scalar_form : uint32_t { CUZK_CANONICAL = 0, CUZK_MONTGOMERY = 1 };
+
+// Mirrors Rust's `cuzk_kernels::FixedMsmArgs`: sum(bases[i_k] * scalars[j_k])
+// for k < n over `table`, i_k = base_idx[k] (or base_off + k when null), j_k
+// = scalar_idx[k] (or k); `max_entries` bounds the pairs sorted at once (0:
+// 2^28).
+struct cuzk_fixed_msm_args {
+    cuzk_msm_table table;
+    uint64_t base_off;
+    const uint32_t* base_idx;
+    const fr_t* scalars;
+    const uint32_t* scalar_idx;
+    uint64_t n;
+    uint64_t max_entries;
+    uint32_t form;
+    cuzk_msm_tuning tuning;
+};
+
+// With tuning.profile, the device time of each phase of a fixed-base MSM
+// (CUDA events on its stream), summed over chunks and printed to stderr.
 class phase_clock {
     cudaStream_t s;
     bool on;
     std::vector<std::pair<const char*, cudaEvent_t>> marks;
 public:
     std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-    phase_clock(cudaStream_t stream) : s(stream), on(getenv("CUZK_MSM_PROFILE") != nullptr)
+    phase_clock(cudaStream_t stream, bool profile) : s(stream), on(profile)
     {   mark("start");   }
     void mark(const char* phase)
     {

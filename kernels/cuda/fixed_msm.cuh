@@ -458,19 +458,25 @@ extern "C" RustError CUZK_FN(msm_table_build)(int device, void* stream, const af
     CUZK_CATCH
 }
 
-// sum(bases[i_k] * scalars[j_k]) for k < n over a table, where i_k is
-// base_idx[k] (or base_off + k) and j_k is scalar_idx[k] (or k); on the
-// caller's stream, returning with the result on the host. `max_entries`
-// bounds the (bucket, entry) pairs sorted at once (0: 2^28).
-extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm_table* tab,
-                                        uint64_t base_off, const uint32_t* base_idx,
-                                        const fr_t* scalars, const uint32_t* scalar_idx,
-                                        size_t n, bool mont, size_t max_entries, point_t* out)
+// The fixed-base MSM `a` describes (cuzk_fixed_msm_args), on the caller's
+// stream, returning with the result on the host.
+extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
+                                        const cuzk_fixed_msm_args* a, point_t* out)
 {
     CUZK_TRY
     out->inf();
+    const size_t n = a->n;
     if (n == 0)
         return RustError{cudaSuccess};
+    if (a->form > CUZK_MONTGOMERY)
+        throw std::invalid_argument("MSM scalars: an unknown form");
+    const cuzk_msm_table* tab = &a->table;
+    const uint64_t base_off = a->base_off;
+    const uint32_t* base_idx = a->base_idx;
+    const fr_t* scalars = a->scalars;
+    const uint32_t* scalar_idx = a->scalar_idx;
+    const bool mont = a->form == CUZK_MONTGOMERY;
+    size_t max_entries = a->max_entries;
     const uint32_t c = tab->window, nwin = windows_of(c);
     const uint32_t copies = std::max(1u, std::min(tab->copies, nwin));
     if (c < 2 || c > 24)
@@ -480,12 +486,11 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
     const uint32_t groups = (nwin + copies - 1) / copies, nb = 1u << (c - 1);
     const uint32_t sentinel = groups * nb;
     const int key_bits = 32 - __builtin_clz(sentinel);
-    // CUZK_MSM_PAIRS=1: level 0 adds entries in pairs (fm_accumulate_pairs),
+    // tuning.pairs: level 0 adds entries in pairs (fm_accumulate_pairs),
     // measured slower on an H200 (G1 2^24: 160 ms against 112, G2 2^22: 104
     // against 100), so not the default. Its scratch is about half an element
     // and an index per entry, so G2's chunk is then half G1's.
-    const char* pairs_env = getenv("CUZK_MSM_PAIRS");
-    const bool pairs = pairs_env && !strcmp(pairs_env, "1");
+    const bool pairs = a->tuning.pairs;
     if (max_entries == 0 || max_entries > (1u << 30))
         max_entries = (1u << 28) / (pairs ? DEGREE : 1);
     const size_t chunk = std::min(n, std::max<size_t>(1, max_entries / nwin));
@@ -498,21 +503,18 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream, const cuzk_msm
 
     // Level 0 aims at a few lane groups per SM's worth of threads; the
     // levels above reduce the segments' slots 4 at a time (on an H200, 4
-    // beat 16 and 64: more threads for the few slots there are). Tuning knobs
-    // for the benchmark: CUZK_MSM_THREADS (threads per SM at level 0) and
-    // CUZK_MSM_EDGE_SEG (slots per segment above level 0). Level 0's blocks
+    // beat 16 and 64: more threads for the few slots there are), both from
+    // the tuning Rust passes. Level 0's blocks
     // are 256 threads with no register bound: 384-thread blocks (at most 168
     // registers) lost on an H200, and G2's addition needs more registers
     // than that bound leaves on Turing and Blackwell.
-    const char* threads = getenv("CUZK_MSM_THREADS");
-    const uint32_t target = sms * (threads ? std::max(1, atoi(threads)) : 1024) / DEGREE;
+    const uint32_t target = sms * std::max(1u, a->tuning.threads_per_sm) / DEGREE;
     const uint32_t seg0 = std::max<uint32_t>(8, (uint32_t)((cap + target - 1) / target));
-    const char* edge_env = getenv("CUZK_MSM_EDGE_SEG");
-    const uint32_t seg_up = edge_env ? std::max(2, atoi(edge_env)) : 4;
+    const uint32_t seg_up = std::max(2u, a->tuning.edge_seg);
     const uint32_t nseg0 = (uint32_t)((cap + seg0 - 1) / seg0);
     const uint32_t nseg1 = (2 * nseg0 + seg_up - 1) / seg_up;
 
-    phase_clock clock{s};
+    phase_clock clock{s, a->tuning.profile};
     stream_buf<bucket_h> buckets{(size_t)sentinel + 1, s};
     CUDA_OK(cudaMemsetAsync((bucket_h*)buckets, 0, ((size_t)sentinel + 1) * sizeof(bucket_h), s));
     stream_buf<uint32_t> k0{cap, s}, k1{cap, s}, v0{cap, s}, v1{cap, s}, nz{1, s};

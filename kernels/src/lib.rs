@@ -87,6 +87,61 @@ impl Status {
 /// A scalar in Montgomery form (blst_fr / sppark fr_t).
 pub type Fr = [u64; 4];
 
+/// How the scalars an MSM reads are encoded.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarForm {
+    /// Little-endian integers below r (what prep_msm leaves).
+    Canonical = 0,
+    /// Montgomery form (what the NTT leaves).
+    Montgomery = 1,
+}
+
+/// The fixed-base MSM's launch shape, chosen on the Rust side (the
+/// benchmarks turn these knobs; `cuzk_gpu::fixed::tuning`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmTuning {
+    /// Level-0 accumulation threads per SM.
+    pub threads_per_sm: u32,
+    /// Slots per segment above level 0.
+    pub edge_seg: u32,
+    /// Level 0 adds table entries in affine pairs (measured slower).
+    pub pairs: bool,
+    /// Prints each phase's device time to stderr.
+    pub profile: bool,
+}
+
+impl Default for MsmTuning {
+    fn default() -> Self {
+        Self {
+            threads_per_sm: 1024,
+            edge_seg: 4,
+            pairs: false,
+            profile: false,
+        }
+    }
+}
+
+/// One fixed-base MSM (`cuzk_g1_msm_fixed`, `cuzk_g2_msm_fixed`):
+/// `sum(bases[i_k] · scalars[j_k])` for k < n over `table`, with i_k =
+/// `base_idx[k]` (or `base_off + k` when null) and j_k = `scalar_idx[k]` (or
+/// k); device pointers. `max_entries` bounds the digits sorted at once (0:
+/// the kernel's default).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FixedMsmArgs {
+    pub table: MsmTable,
+    pub base_off: u64,
+    pub base_idx: *const u32,
+    pub scalars: *const Fr,
+    pub scalar_idx: *const u32,
+    pub n: u64,
+    pub max_entries: u64,
+    pub form: ScalarForm,
+    pub tuning: MsmTuning,
+}
+
 /// A table of precomputed multiples of one query's bases, as the fixed-base
 /// MSM reads it: `base` holds `ntab` points (the SRS query on the device),
 /// `extra` copies 1..`copies`-1, copy t (at (t-1)·ntab) being 2^(window·t)
@@ -210,13 +265,11 @@ kernels! {
     fn cuzk_shift_indices(device: i32, stream: *mut c_void, list: *mut u32, n: u64, delta: u32);
     /// G1: fills a table's copies 1..copies-1 (`extra`) from `n` bases, on `stream`.
     fn cuzk_g1_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
-    /// G1: the fixed-base MSM over a table: sum(bases[i_k] * scalars[j_k]),
-    /// i_k = base_idx[k] or base_off + k, j_k = scalar_idx[k] or k; on
-    /// `stream`, returning with the result on the host. `max_entries` bounds
-    /// the digits sorted at once (0: the default).
-    fn cuzk_g1_msm_fixed(device: i32, stream: *mut c_void, table: *const MsmTable, base_off: u64, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, max_entries: usize, out: *mut c_void);
+    /// G1: the fixed-base MSM `args` describes, on `stream`, returning with
+    /// the result on the host.
+    fn cuzk_g1_msm_fixed(device: i32, stream: *mut c_void, args: *const FixedMsmArgs, out: *mut c_void);
     fn cuzk_g2_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
-    fn cuzk_g2_msm_fixed(device: i32, stream: *mut c_void, table: *const MsmTable, base_off: u64, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, max_entries: usize, out: *mut c_void);
+    fn cuzk_g2_msm_fixed(device: i32, stream: *mut c_void, args: *const FixedMsmArgs, out: *mut c_void);
     /// G1: out[k] = scalars[k]·G over a fixed-base table, on `stream` (XYZZ out).
     fn cuzk_g1_fixed_base_mul(device: i32, stream: *mut c_void, args: *const FixedBaseArgs);
     /// G2: as `cuzk_g1_fixed_base_mul`.

@@ -70,7 +70,12 @@ pub fn partition_device_bytes(shape: &SrsShape, compact: bool) -> usize {
 }
 
 impl Buffers {
-    fn alloc(d: i32, shape: SrsShape, compact: bool, reservation: Reservation) -> anyhow::Result<Self> {
+    fn alloc(
+        d: i32,
+        shape: SrsShape,
+        compact: bool,
+        reservation: Reservation,
+    ) -> anyhow::Result<Self> {
         let n = shape.inputs + shape.aux;
         let domain = || DeviceBuffer::alloc(d, shape.domain * 32);
         Ok(Self {
@@ -259,7 +264,11 @@ impl GpuSlot {
         shape: SrsShape,
         compact: bool,
     ) -> anyhow::Result<&mut Buffers> {
-        if !self.buffers.as_ref().is_some_and(|b| b.fits(&shape, compact)) {
+        if !self
+            .buffers
+            .as_ref()
+            .is_some_and(|b| b.fits(&shape, compact))
+        {
             if let Some(b) = self.buffers.take() {
                 self.dev.take_back_buffers(b);
             }

@@ -10,7 +10,7 @@ use cuzk_engine::{ArenaLease, ArenaView, DeviceBusy, DeviceFault, Stage, StageCo
 use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
 use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
-use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, Select};
+use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, ScalarForm, Select};
 
 use super::abc::{HostAbc, abc_on_host};
 use super::slot::{Buffers, DeviceLists, MemoryBusy};
@@ -242,7 +242,7 @@ impl GpuContext {
                         all,
                         &bufs.a,
                         n,
-                        true,
+                        ScalarForm::Montgomery,
                         &mut on_tables,
                     )?)
                 }
@@ -257,7 +257,7 @@ impl GpuContext {
                         gathered: None,
                         ones: None,
                         scalars: &bufs.a,
-                        mont: true,
+                        form: ScalarForm::Montgomery,
                     };
                     streamed::msm::<G1, _>(s, chunks, points, &terms)
                 }
@@ -514,7 +514,7 @@ where
                 )),
                 ones: lists_on_device.then_some((&lists.ones, plan.ones)),
                 scalars: z,
-                mont: false,
+                form: ScalarForm::Canonical,
             };
             let sum = streamed::msm::<C, T>(stream, chunks, points, &terms)?;
             return Ok((
@@ -524,7 +524,7 @@ where
         }
     };
     let mut on_tables = 0;
-    // Dense parts read the canonical assignment in place (mont = false).
+    // Dense parts read the canonical assignment in place.
     let dense = FixedTerms::Dense {
         base_offset: plan.dense_aux_base.unwrap_or(0),
         scalar_offset: n_inputs,
@@ -534,7 +534,16 @@ where
     } else {
         0
     };
-    let dense = tables::msm::<C>(stream, points, table, dense, z, n, false, &mut on_tables)?;
+    let dense = tables::msm::<C>(
+        stream,
+        points,
+        table,
+        dense,
+        z,
+        n,
+        ScalarForm::Canonical,
+        &mut on_tables,
+    )?;
     if let Some(tail) = host_tail {
         return Ok((dense + tail, on_tables));
     }
@@ -543,7 +552,16 @@ where
         scalar_idx: &lists.sig_scalar,
     };
     let n = plan.significant;
-    let tail = tables::msm::<C>(stream, points, table, gathered, z, n, false, &mut on_tables)?;
+    let tail = tables::msm::<C>(
+        stream,
+        points,
+        table,
+        gathered,
+        z,
+        n,
+        ScalarForm::Canonical,
+        &mut on_tables,
+    )?;
     let ones = ops::sum::<C>(stream, points, &lists.ones, plan.ones)?;
     Ok((dense + tail + ones, on_tables))
 }

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::fixed::FixedCurve;
-use cuzk_gpu::ops;
+use cuzk_gpu::ops::{self, ScalarForm};
 use cuzk_gpu::vram::Reservation;
 
 use super::GpuDevice;
@@ -81,8 +81,7 @@ pub struct Terms<'a> {
     /// Terms whose scalar is one: a base index list and its length.
     pub ones: Option<(&'a DeviceBuffer, usize)>,
     pub scalars: &'a DeviceBuffer,
-    /// Whether the scalars are in Montgomery form.
-    pub mont: bool,
+    pub form: ScalarForm,
 }
 
 /// The chunks of `len` points, `per_chunk` each (the last shorter).
@@ -188,7 +187,7 @@ where
                 terms.scalars,
                 scalar,
                 n,
-                terms.mont,
+                terms.form,
             )?;
         }
         // Lists hold indices into the query: made relative to the chunk for
@@ -207,7 +206,7 @@ where
                 terms.scalars,
                 scalar_idx,
                 t.clone(),
-                terms.mont,
+                terms.form,
             );
             ops::shift_indices(stream, base, t, back)?;
             total += r?;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use cuzk_gpu::cuda::{DeviceBuffer, KernelError, Stream};
 use cuzk_gpu::fixed::{self, FixedCurve, FixedTerms, MsmTable};
-use cuzk_gpu::ops::{self, G1, G2};
+use cuzk_gpu::ops::{self, G1, G2, ScalarForm};
 use cuzk_gpu::vram::{Reservation, VramBudget};
 
 use super::{DeviceSrs, G1_BYTES, G2_BYTES};
@@ -171,12 +171,12 @@ pub(super) fn msm<C: FixedCurve>(
     terms: FixedTerms<'_>,
     scalars: &DeviceBuffer,
     n: usize,
-    mont: bool,
+    form: ScalarForm,
     on_tables: &mut usize,
 ) -> Result<C::Projective, KernelError> {
     if let Some(t) = table.filter(|t| t.worth(n)) {
         *on_tables += 1;
-        return fixed::msm_fixed::<C>(stream, points, t, terms, scalars, n, mont);
+        return fixed::msm_fixed::<C>(stream, points, t, terms, scalars, n, form);
     }
     match terms {
         FixedTerms::Dense {
@@ -190,12 +190,12 @@ pub(super) fn msm<C: FixedCurve>(
             scalars,
             scalar_offset,
             n,
-            mont,
+            form,
         ),
         FixedTerms::Gathered {
             base_idx,
             scalar_idx,
-        } => ops::msm_gathered::<C>(stream, points, base_idx, scalars, scalar_idx, n, mont),
+        } => ops::msm_gathered::<C>(stream, points, base_idx, scalars, scalar_idx, n, form),
     }
 }
 
