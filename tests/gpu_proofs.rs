@@ -163,6 +163,36 @@ async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
     engine.shutdown().await;
 }
 
+/// Proves two sha256 jobs of three partitions under `config` (every proof
+/// verified) and checks each partition was staged once, noting `srs` and
+/// `buffers`, holding its buffers (`compact` or full) and `chunks` bytes.
+async fn prove_staged(config: Config, srs_note: &str, buffers: &str, compact: bool, chunks: usize) {
+    let variant = config.pipeline.variant.clone();
+    let engine = Engine::from_config(config).unwrap();
+    let log = common::sha256_log_size();
+    let out = common::prove_in_flight(&engine, Workload::Sha256, log, 3, 2).await;
+    let srs = common::srs(Workload::Sha256, log);
+    // The partition's buffers and the chunks: nothing for a streamed SRS.
+    let held = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), compact) + chunks;
+    let mut staged = 0;
+    for t in out
+        .iter()
+        .flat_map(|j| &j.partitions)
+        .flat_map(|p| &p.timings)
+    {
+        if let Some(bytes) = t.note("device_bytes") {
+            assert_eq!(t.note("srs"), Some(srs_note), "{variant}: {t:?}");
+            assert_eq!(t.note("buffers"), Some(buffers), "{variant}: {t:?}");
+            assert_eq!(bytes.parse::<usize>().unwrap(), held, "{variant}: {t:?}");
+            staged += 1;
+        }
+    }
+    assert_eq!(staged, 6, "{variant}: every partition staged once");
+    engine.idle().await;
+    assert_eq!(engine.arena_stats().in_use, 0);
+    engine.shutdown().await;
+}
+
 /// An SRS left in host memory streams through chunk buffers far smaller
 /// than any query (64 KiB: about 680 G1 points, 340 in G2), so every MSM
 /// kind crosses chunk edges: dense parts, gathered tails and ones, from
@@ -177,28 +207,7 @@ async fn msms_stream_srs_points_through_small_chunks_and_proofs_verify() {
         };
         config.gpu.srs_resident = false;
         config.gpu.stream_chunk = ByteSize(64 << 10);
-        let engine = Engine::from_config(config).unwrap();
-        let log = common::sha256_log_size();
-        let out = common::prove_in_flight(&engine, Workload::Sha256, log, 3, 2).await;
-        let srs = common::srs(Workload::Sha256, log);
-        // The partition's buffers and two chunks: nothing for the SRS.
-        let held = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), false) + 2 * (64 << 10);
-        let mut staged = 0;
-        for t in out
-            .iter()
-            .flat_map(|j| &j.partitions)
-            .flat_map(|p| &p.timings)
-        {
-            if let Some(bytes) = t.note("device_bytes") {
-                assert_eq!(t.note("srs"), Some("streamed"), "{variant}: {t:?}");
-                assert_eq!(bytes.parse::<usize>().unwrap(), held, "{variant}: {t:?}");
-                staged += 1;
-            }
-        }
-        assert_eq!(staged, 6, "{variant}: every partition staged once");
-        engine.idle().await;
-        assert_eq!(engine.arena_stats().in_use, 0);
-        engine.shutdown().await;
+        prove_staged(config, "streamed", "full", false, 2 * (64 << 10)).await;
     }
 }
 
@@ -220,36 +229,15 @@ async fn compact_partition_buffers_prove_under_every_kind_of_staging() {
             return;
         };
         config.gpu.partition_buffers = cuzk::config::PartitionBuffers::Compact;
-        if streamed {
-            config.gpu.srs_resident = false;
-            config.gpu.stream_chunk = ByteSize(64 << 10);
-        }
-        let engine = Engine::from_config(config).unwrap();
-        let log = common::sha256_log_size();
-        let out = common::prove_in_flight(&engine, Workload::Sha256, log, 3, 2).await;
-        let srs = common::srs(Workload::Sha256, log);
-        let compact = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), true);
-        let chunks = if streamed { 2 * (64 << 10) } else { 0 };
-        let mut staged = 0;
-        for t in out
-            .iter()
-            .flat_map(|j| &j.partitions)
-            .flat_map(|p| &p.timings)
-        {
-            if let Some(bytes) = t.note("device_bytes") {
-                assert_eq!(t.note("buffers"), Some("compact"), "{variant}: {t:?}");
-                assert_eq!(
-                    bytes.parse::<usize>().unwrap(),
-                    compact + chunks,
-                    "{variant}"
-                );
-                staged += 1;
+        let (srs, chunks) = match streamed {
+            true => {
+                config.gpu.srs_resident = false;
+                config.gpu.stream_chunk = ByteSize(64 << 10);
+                ("streamed", 2 * (64 << 10))
             }
-        }
-        assert_eq!(staged, 6, "{variant}: every partition staged once");
-        engine.idle().await;
-        assert_eq!(engine.arena_stats().in_use, 0);
-        engine.shutdown().await;
+            false => ("resident", 0),
+        };
+        prove_staged(config, srs, "compact", true, chunks).await;
     }
 }
 
