@@ -428,6 +428,37 @@ fn the_cli_proves_from_fixtures_and_benches_a_filecoin_input() {
         ok && text.contains("2,687,921") && text.contains("21,866"),
         "{text}"
     );
+    // A card's plan before any parameters exist: WinningPoSt 2 KiB resident
+    // on 1 GiB; PoRep 2 KiB (1 GiB of SRS, 2^22 domain) streamed with
+    // compact buffers on 512 MiB, and not at all on 64 MiB.
+    let plan = |kind: &str, vram: &str| {
+        let (ok, text) = cuzk(&[
+            "fil",
+            "info",
+            "--sector-size",
+            "2KiB",
+            "--kinds",
+            kind,
+            "--vram",
+            vram,
+        ]);
+        assert!(ok, "{text}");
+        text
+    };
+    let roomy = plan("winning-post", "1GiB");
+    assert!(
+        roomy.contains("winning-post 2KiB:") && roomy.contains("=> SRS resident, room for"),
+        "{roomy}"
+    );
+    let small = plan("porep", "512MiB");
+    assert!(
+        small.contains("device memory plan for a 512 MiB budget")
+            && small.contains("=> the SRS does not fit: every MSM streams its points")
+            && small.contains("compact partition buffers"),
+        "{small}"
+    );
+    let tiny = plan("porep", "64MiB");
+    assert!(tiny.contains("=> this card cannot prove it"), "{tiny}");
     // A missing parameter file is named with its directory and the fix.
     let empty = tempfile::tempdir().unwrap();
     let c1 = format!("{dir}/c1-wrapper.json");

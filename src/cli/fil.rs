@@ -67,6 +67,10 @@ pub enum Action {
         kinds: Vec<String>,
         #[arg(long)]
         json: bool,
+        /// Also plan each kind's device memory on a card with this much
+        /// (e.g. 24GiB): resident or streamed SRS, full or compact buffers.
+        #[arg(long)]
+        vram: Option<cuzk::config::ByteSize>,
     },
     /// Synthesis of one PoRep partition of a production shape at a test
     /// sector size (no parameters needed): seconds of full and pre-compiled
@@ -544,6 +548,7 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
             sector_size,
             kinds: k,
             json,
+            vram,
         } => {
             let size = ids::sector_size(&sector_size)?;
             let infos = kinds(&k)?
@@ -554,6 +559,12 @@ pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&infos)?);
             } else {
                 print!("{}", cuzk::filecoin::info::render(&infos));
+            }
+            if let Some(v) = vram {
+                for i in &infos {
+                    println!("{} {}:", i.kind.as_str(), sector_size_name(size));
+                    super::info::plan_shape(&i.shape.srs, v.bytes() as usize, &loaded.config);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -145,7 +145,6 @@ fn memory_plan(
     config: &cuzk::config::Config,
 ) -> anyhow::Result<()> {
     let lengths = Srs::query_lengths(path)?;
-    let srs = points_bytes(lengths);
     let domain = lengths[0] + 1;
     let shape = cuzk_stages::srs::SrsShape {
         domain,
@@ -155,13 +154,60 @@ fn memory_plan(
         a_len: lengths[2],
         b_len: lengths[3],
     };
-    let lease = cuzk_stages::gpu::partition_device_bytes(&shape, false);
-    let compact = cuzk_stages::gpu::partition_device_bytes(&shape, true);
     // The recording beside the parameters, if made (pce_gpu keeps it on the device).
     let recording = cuzk_stages::pce::PceCache::new(config.pce.dir.clone())
         .path_of(Srs::file_id(path)?, Some(path))
         .and_then(|p| std::fs::metadata(p).ok())
         .map(|m| m.len() as usize);
+    print_memory_plan(lengths, &shape, recording, budget, tables, config);
+    Ok(())
+}
+
+/// The device memory plan for a circuit of `shape` on a card with `budget`
+/// bytes, before its parameters exist (`cuzk fil info --vram`): the MSM
+/// tables as the engine would size them, the matrices not known yet.
+pub fn plan_shape(
+    shape: &cuzk_stages::srs::SrsShape,
+    budget: usize,
+    config: &cuzk::config::Config,
+) {
+    let lengths = [
+        shape.domain - 1,
+        shape.aux,
+        shape.a_len,
+        shape.b_len,
+        shape.b_len,
+    ];
+    let srs = points_bytes(lengths);
+    let tables = match (
+        config.gpu.msm_tables,
+        config.gpu.msm_table_budget.bytes() as usize,
+    ) {
+        (false, _) => 0,
+        (true, 0) => planned_bytes(
+            lengths,
+            &plan_tables(lengths, budget.saturating_sub(srs) / 2),
+        ),
+        (true, b) => planned_bytes(lengths, &plan_tables(lengths, b)),
+    };
+    print_memory_plan(lengths, shape, None, budget, tables, config);
+}
+
+/// The device memory plan for a circuit of `shape` (an SRS whose queries
+/// hold `lengths` points) against `budget`: what stays resident, a
+/// partition's buffers full and compact, and the verdict.
+pub fn print_memory_plan(
+    lengths: [usize; 5],
+    shape: &cuzk_stages::srs::SrsShape,
+    recording: Option<usize>,
+    budget: usize,
+    tables: usize,
+    config: &cuzk::config::Config,
+) {
+    let srs = points_bytes(lengths);
+    let shape = *shape;
+    let lease = cuzk_stages::gpu::partition_device_bytes(&shape, false);
+    let compact = cuzk_stages::gpu::partition_device_bytes(&shape, true);
     println!("  device memory plan for a {} budget:", gib(budget));
     println!("    resident SRS          {}", gib(srs));
     println!(
@@ -225,7 +271,6 @@ fn memory_plan(
             );
         }
     }
-    Ok(())
 }
 
 /// The tables `path`'s queries would get beside its resident copy; their bytes.
