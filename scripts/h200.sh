@@ -116,8 +116,9 @@ soak32)
   # daemon; every proof checked with Filecoin's verifier; WinningPoSt's
   # latency against its solo latency (#24's goal: solo + 2 s).
   [ -f /tmp/syn32/c1-wrapper.json ] || "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
-  ls /tmp/fil-32g/*.params | grep -q winning || /usr/bin/time -f "32 GiB WinningPoSt parameters: %e s" \
-      "$bin/cuzk" fil params --sector-size 32GiB --kinds winning --device gpu --dir /tmp/fil-32g 2>&1 | tail -3
+  [ -f /tmp/fil-32g/winning-done ] || { /usr/bin/time -f "32 GiB WinningPoSt parameters: %e s" \
+      "$bin/cuzk" fil params --sector-size 32GiB --kinds winning --device gpu --dir /tmp/fil-32g 2>&1 | tail -3 \
+      && touch /tmp/fil-32g/winning-done; }
   ls -la /tmp/fil-32g
   env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu CUZK_ARENAS__COUNT=${ARENAS:-2} \
       timeout $(( $(left) - 10 )) /usr/bin/time -f "soak: %e s, peak RSS %M KiB" "$bin/cuzk" soak --fixtures /tmp/syn32 \

@@ -158,9 +158,9 @@ impl GpuContext {
             w.plan = Some(plan);
         }
         let abc = [layout.a, layout.b, layout.c].map(|r| view.take(r));
+        // The arena's assignment is canonical where prep_msm ran on the host.
+        let (z_canonical, shape) = (host_plan.is_some(), &layout.shape);
         if bufs.compact {
-            let z_canonical = host_plan.is_some();
-            let shape = &layout.shape;
             let deferred = w.deferred_abc.as_deref();
             compact_quotient(stream, bufs, shape, deferred, z, z_canonical, abc, spans)?;
             // The assignment again, where b and c were, for the MSMs.
@@ -168,28 +168,23 @@ impl GpuContext {
             if !z_canonical {
                 ops::to_canonical(stream, bufs.z(), n)?;
             }
-            stream.sync()?;
-            slot.srs = Some(srs);
-            slot.staged = true;
-            return Ok(slot.device_bytes());
-        }
-        match &w.deferred_abc {
-            // After z's upload (and conversion) on the same stream; returns synchronised.
-            Some(r) => {
-                let z_canonical = host_plan.is_some();
-                let shape = &layout.shape;
-                if let Some((start, end)) =
-                    self.deferred_abc(r, &slot.dev, stream, bufs, shape, z, z_canonical, abc)?
-                {
-                    spans.0.push(("pce_eval", start, end));
+        } else {
+            match &w.deferred_abc {
+                // After z's upload (and conversion) on the same stream; returns synchronised.
+                Some(r) => {
+                    if let Some((start, end)) =
+                        self.deferred_abc(r, &slot.dev, stream, bufs, shape, z, z_canonical, abc)?
+                    {
+                        spans.0.push(("pce_eval", start, end));
+                    }
                 }
+                None => spans.time_on(stream, "upload_abc", || {
+                    let [a, b, c] = abc;
+                    bufs.a.copy_in(stream, a)?;
+                    bufs.b.copy_in(stream, b)?;
+                    Ok(bufs.c()?.copy_in(stream, c)?)
+                })?,
             }
-            None => spans.time_on(stream, "upload_abc", || {
-                let [a, b, c] = abc;
-                bufs.a.copy_in(stream, a)?;
-                bufs.b.copy_in(stream, b)?;
-                Ok(bufs.c()?.copy_in(stream, c)?)
-            })?,
         }
         // The arena must not change until the copies land.
         stream.sync()?;
