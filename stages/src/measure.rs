@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use blstrs::Scalar;
 
 use cuzk_engine::ArenaPool;
 
@@ -61,6 +62,92 @@ pub struct SynthReport {
     pub evaluate_s: f64,
     /// The same on the GPU, when one was usable.
     pub device: Option<DeviceReport>,
+    /// The witness's scalars as the L, A and B MSMs take them: how many of
+    /// each query's terms are 0, 1 or anything else (H's are dense).
+    pub scalars: [ScalarShares; 3],
+}
+
+/// One MSM query's terms by scalar: zero (skipped), one (batch addition)
+/// or other (a scalar multiplication).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ScalarShares {
+    pub query: &'static str,
+    pub terms: usize,
+    pub zeros: usize,
+    pub ones: usize,
+    pub other: usize,
+}
+
+impl ScalarShares {
+    fn count(
+        query: &'static str,
+        values: impl rayon::iter::ParallelIterator<Item = Scalar>,
+    ) -> Self {
+        use ff::Field;
+        use rayon::prelude::*;
+        let (zeros, ones, other): (usize, usize, usize) = values
+            .map(|v| match v {
+                v if v == Scalar::ZERO => (1, 0, 0),
+                v if v == Scalar::ONE => (0, 1, 0),
+                _ => (0, 0, 1),
+            })
+            .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+        Self {
+            query,
+            terms: zeros + ones + other,
+            zeros,
+            ones,
+            other,
+        }
+    }
+
+    fn render(&self) -> String {
+        let pct = |k: usize| 100.0 * k as f64 / self.terms.max(1) as f64;
+        format!(
+            "{} {} terms: {:.1}% zero, {:.1}% one, {:.1}% other",
+            self.query,
+            self.terms,
+            pct(self.zeros),
+            pct(self.ones),
+            pct(self.other)
+        )
+    }
+}
+
+/// The L, A and B queries' scalars in the assignment `z` (`n_inputs`
+/// inputs, then aux) under the recording's densities (A's aux, B's inputs,
+/// B's aux; bit i of word i/64): L takes every aux variable, A every input
+/// and the aux its density selects, B the inputs and aux its densities do.
+pub fn scalar_shares(z: &[Scalar], n_inputs: usize, densities: [&[u64]; 3]) -> [ScalarShares; 3] {
+    use rayon::prelude::*;
+    let bit = |bits: &[u64], i: usize| (bits[i / 64] >> (i % 64)) & 1 == 1;
+    let (inputs, aux) = z.split_at(n_inputs);
+    let [a_aux, b_inputs, b_aux] = densities;
+    let l = ScalarShares::count("L", aux.par_iter().copied());
+    let a = ScalarShares::count(
+        "A",
+        inputs.par_iter().copied().chain(
+            aux.par_iter()
+                .enumerate()
+                .filter(|(i, _)| bit(a_aux, *i))
+                .map(|(_, v)| *v),
+        ),
+    );
+    let b = ScalarShares::count(
+        "B",
+        inputs
+            .par_iter()
+            .enumerate()
+            .filter(|(i, _)| bit(b_inputs, *i))
+            .map(|(_, v)| *v)
+            .chain(
+                aux.par_iter()
+                    .enumerate()
+                    .filter(|(i, _)| bit(b_aux, *i))
+                    .map(|(_, v)| *v),
+            ),
+    );
+    [l, a, b]
 }
 
 /// The evaluation on the GPU (graphs with synth_witness).
@@ -139,6 +226,14 @@ impl SynthReport {
             }
             None => text += "on the GPU: not measured (no usable GPU)\n",
         }
+        text += &format!(
+            "MSM scalars: {}\n",
+            self.scalars
+                .iter()
+                .map(ScalarShares::render)
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
         text
     }
 }
@@ -286,6 +381,16 @@ pub fn measure(
         })?;
         eval_t.push(t.elapsed());
     }
+    // The last repetition left the native witness, checked, in the arena.
+    let scalars = {
+        let view = arena.view();
+        let z = as_scalars(view.take(layout.z));
+        scalar_shares(
+            &z[..srs.inputs + srs.aux],
+            srs.inputs,
+            recording.densities(),
+        )
+    };
     let device = on_device(&recording, &layout, &mut arena, reps)?;
     Ok(SynthReport {
         constraints: shape.constraints,
@@ -312,6 +417,7 @@ pub fn measure(
         witness_first_difference_name: first_difference_name,
         evaluate_s: median(eval_t),
         device,
+        scalars,
     })
 }
 
@@ -357,6 +463,26 @@ fn on_device(
         evaluate_s: d.eval.as_secs_f64(),
         equal_to_host: d.abc == host,
     }))
+}
+
+#[cfg(test)]
+mod shares_tests {
+    use super::*;
+
+    #[test]
+    fn each_query_counts_the_terms_its_densities_select() {
+        // One input (the constant 1), aux: 0, 1, 5, 1, 0.
+        let z: Vec<Scalar> = [1u64, 0, 1, 5, 1, 0].map(Scalar::from).to_vec();
+        // A takes aux 1, 2; B's input 0 and aux 0, 2, 3.
+        let [l, a, b] = scalar_shares(&z, 1, [&[0b00110], &[0b1], &[0b01101]]);
+        assert_eq!((l.terms, l.zeros, l.ones, l.other), (5, 2, 2, 1));
+        assert_eq!((a.terms, a.zeros, a.ones, a.other), (3, 0, 2, 1));
+        assert_eq!((b.terms, b.zeros, b.ones, b.other), (4, 1, 2, 1));
+        assert!(
+            l.render()
+                .starts_with("L 5 terms: 40.0% zero, 40.0% one, 20.0% other")
+        );
+    }
 }
 
 #[cfg(test)]
@@ -436,6 +562,9 @@ mod tests {
     fn a_native_witness_that_leaves_the_gadgets_is_named_where_it_does() {
         let right = measure(|| Box::new(Square { wrong: false }), 1, false).unwrap();
         assert_eq!(right.witness_equal, Some(true));
+        // L takes both aux variables, 7 and 49: neither zero nor one.
+        let l = right.scalars[0];
+        assert_eq!((l.terms, l.zeros, l.ones, l.other), (2, 0, 0, 2));
         let err = measure(|| Box::new(Square { wrong: true }), 1, false).unwrap_err();
         let message = format!("{err:#}");
         assert!(
