@@ -29,15 +29,7 @@ impl Telemetry {
 /// Installs the global subscriber. With OTLP on it must run inside a tokio
 /// runtime, which must outlive the exporter.
 pub fn init(config: &Config) -> anyhow::Result<Telemetry> {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&config.logging.level))
-        .map_err(|e| anyhow::anyhow!("config error at `logging.level`: {e}"))?;
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let fmt = match config.logging.format {
-        LogFormat::Human => fmt.boxed(),
-        LogFormat::Json => fmt.json().boxed(),
-    }
-    .with_filter(filter);
+    let fmt = log_layer(config)?;
 
     let (otel, provider) = if config.tracing.otlp {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
@@ -68,4 +60,29 @@ pub fn init(config: &Config) -> anyhow::Result<Telemetry> {
         .try_init()
         .map_err(|e| anyhow::anyhow!("installing the tracing subscriber: {e}"))?;
     Ok(Telemetry { provider })
+}
+
+/// Logs to stderr only (no trace export), for commands that run no engine
+/// (`cuzk setup`, `cuzk fil params`): their progress and warnings show.
+pub fn init_logs(config: &Config) -> anyhow::Result<()> {
+    tracing_subscriber::registry()
+        .with(log_layer(config)?)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("installing the tracing subscriber: {e}"))
+}
+
+/// stderr, human or JSON, filtered by RUST_LOG else `logging.level`.
+fn log_layer(
+    config: &Config,
+) -> anyhow::Result<Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>>
+{
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&config.logging.level))
+        .map_err(|e| anyhow::anyhow!("config error at `logging.level`: {e}"))?;
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match config.logging.format {
+        LogFormat::Human => fmt.boxed(),
+        LogFormat::Json => fmt.json().boxed(),
+    };
+    Ok(fmt.with_filter(filter).boxed())
 }

@@ -468,6 +468,10 @@ pub fn use_cache(loaded: &Loaded, dir: Option<&Path>) -> anyhow::Result<PathBuf>
 }
 
 pub fn run(loaded: Loaded, action: Action) -> anyhow::Result<ExitCode> {
+    // Proving starts a session (logs and trace export); the rest only log.
+    if !matches!(action, Action::Prove { .. }) {
+        cuzk::telemetry::init_logs(&loaded.config)?;
+    }
     match action {
         Action::Params {
             sector_size,

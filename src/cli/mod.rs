@@ -155,7 +155,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prove(args) => prove::run(load_config(config)?, args),
         Command::Bench(args) => bench::run(load_config(config)?, args),
         Command::Compare(args) => compare::run(args, config),
-        Command::Setup(args) => setup::run(args),
+        Command::Setup(args) => {
+            cuzk::telemetry::init_logs(&load_config(config)?.config)?;
+            setup::run(args)
+        }
         Command::Info(args) => info::run(config, args),
         Command::Waterfall(args) => waterfall::run(args),
         Command::Config { action } => config_cmd::run(config, action),
