@@ -119,27 +119,48 @@ fn ntt_matches_the_cpu_bit_for_bit() {
     }
 }
 
+/// Random a and b over 2^lg, c = a·b, and the CPU's H (Montgomery limbs).
+struct QuotientCase {
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+    h: Vec<[u64; 4]>,
+    z_inv: [u64; 4],
+}
+
+impl QuotientCase {
+    fn new(lg: u32, seed: u64) -> Self {
+        let n = 1 << lg;
+        let a = random_scalars(n, seed + lg as u64);
+        let b = random_scalars(n, seed + 10 + lg as u64);
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| *a * b).collect();
+        let d = Domain::get(lg);
+        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
+        d.quotient(&mut ca, &mut cb, &mut cc);
+        Self {
+            h: limbs(&ca),
+            z_inv: limbs(&[d.z_inv_on_coset()])[0],
+            a,
+            b,
+            c,
+        }
+    }
+}
+
 #[test]
 fn the_quotient_matches_the_cpu() {
     let Some(dev) = device() else { return };
     let stream = Stream::new(dev).unwrap();
     for lg in [4u32, 12, 18] {
-        let n = 1 << lg;
-        let a = random_scalars(n, 10 + lg as u64);
-        let b = random_scalars(n, 20 + lg as u64);
-        let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| *a * b).collect();
-        let d = Domain::get(lg);
-        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
-        d.quotient(&mut ca, &mut cb, &mut cc);
-        let bufs: Vec<DeviceBuffer> = [&a, &b, &c]
+        let q = QuotientCase::new(lg, 10);
+        let bufs: Vec<DeviceBuffer> = [&q.a, &q.b, &q.c]
             .iter()
             .map(|v| DeviceBuffer::upload(&stream, &limbs(v)).unwrap())
             .collect();
-        let z_inv = limbs(&[d.z_inv_on_coset()])[0];
-        ops::quotient(&stream, &bufs[0], &bufs[1], &bufs[2], lg, &z_inv).unwrap();
-        let mut h = vec![[0u64; 4]; n];
+        ops::quotient(&stream, &bufs[0], &bufs[1], &bufs[2], lg, &q.z_inv).unwrap();
+        let mut h = vec![[0u64; 4]; 1 << lg];
         bufs[0].download(&stream, &mut h).unwrap();
-        assert_eq!(h, limbs(&ca), "H at 2^{lg}");
+        assert_eq!(h, q.h, "H at 2^{lg}");
     }
 }
 
@@ -151,15 +172,15 @@ fn the_two_buffer_quotient_matches_the_cpu() {
     let stream = Stream::new(dev).unwrap();
     for lg in [4u32, 12, 18] {
         let n = 1 << lg;
-        let a = random_scalars(n, 30 + lg as u64);
-        let b = random_scalars(n, 40 + lg as u64);
-        let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| *a * b).collect();
-        let d = Domain::get(lg);
-        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
-        d.quotient(&mut ca, &mut cb, &mut cc);
+        let QuotientCase {
+            a,
+            b,
+            c,
+            h: expect,
+            z_inv,
+        } = QuotientCase::new(lg, 30);
         let x = DeviceBuffer::upload(&stream, &limbs(&a)).unwrap();
         let scratch = DeviceBuffer::alloc(dev, n * 32).unwrap();
-        let z_inv = limbs(&[d.z_inv_on_coset()])[0];
         let q = ops::TwoBufferQuotient {
             stream: &stream,
             a: &x,
@@ -176,7 +197,7 @@ fn the_two_buffer_quotient_matches_the_cpu() {
         q.finish().unwrap();
         let mut h = vec![[0u64; 4]; n];
         x.download(&stream, &mut h).unwrap();
-        assert_eq!(h, limbs(&ca), "H at 2^{lg}");
+        assert_eq!(h, expect, "H at 2^{lg}");
     }
 }
 

@@ -205,9 +205,8 @@ pub fn print_memory_plan(
     config: &cuzk::config::Config,
 ) {
     let srs = points_bytes(lengths);
-    let shape = *shape;
-    let lease = cuzk_stages::gpu::partition_device_bytes(&shape, false);
-    let compact = cuzk_stages::gpu::partition_device_bytes(&shape, true);
+    let lease = cuzk_stages::gpu::partition_device_bytes(shape, false);
+    let compact = cuzk_stages::gpu::partition_device_bytes(shape, true);
     println!("  device memory plan for a {} budget:", gib(budget));
     println!("    resident SRS          {}", gib(srs));
     println!(

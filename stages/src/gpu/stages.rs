@@ -127,9 +127,13 @@ impl GpuContext {
         // Each arena region is taken once.
         let z = view.take(layout.z);
         let host_plan = w.plan;
-        // The assignment and the host's lists, timed on the stream.
+        // The assignment and the host's lists, timed on the stream. Compact
+        // buffers take the assignment after the quotient; before it only
+        // prep on the device reads it.
         spans.time_on(stream, "upload", || {
-            bufs.z().copy_in(stream, z)?;
+            if !(bufs.compact && host_plan.is_some()) {
+                bufs.z().copy_in(stream, z)?;
+            }
             let Some(plan) = host_plan else {
                 return Ok(());
             };
