@@ -31,6 +31,7 @@
 #                               the daemon, every proof verified; WinningPoSt against its solo latency)
 #   scripts/h200.sh small-vram (streamed SRS: list kernels, GPU proof tests, chain 2^24 x 2 resident / 16 GiB budget /
 #                               streamed under 16 GiB and 4 GiB, peak device memory)
+#   scripts/h200.sh msm-porep  (one PoRep query's MSMs with PoRep's bit-heavy scalars: lists, ones, tail vs one dense msm_t)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -94,19 +95,25 @@ p32)
     ls -la /tmp/fil-32g; df -h /tmp | tail -1; free -g | head -2
   fi
   [ -f /tmp/fil-32g/done ] || exit 1
-  [ $(left) -gt 200 ] || { echo "left $(left) s: porep32 in the next call"; exit 0; }
+  # porep32's warm-up (the recording, ~240 s) and three proofs need ~330 s.
+  [ $(left) -gt 330 ] || { echo "left $(left) s: porep32 in the next call"; exit 0; }
   ;&
 porep32)
   [ -f /tmp/syn32/c1-wrapper.json ] || "$bin/cuzk" fil gen --synthetic --sector-size 32GiB --out /tmp/syn32 | head -1
   free -g | head -2
   # A line per proof as it lands; the whole log (SRS, recording and
   # matrices resident, waits) comes back in $out/porep32.log.
+  # Device memory in use, sampled every 200 ms (the peak under a vram_budget).
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > /tmp/vram.txt 2>/dev/null &
+  smi=$!
   env $gpu_env RUST_LOG=warn,cuzk_stages=info CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu \
       CUZK_ARENAS__COUNT=${ARENAS:-2} timeout $(( $(left) - 15 )) /usr/bin/time -f "bench: %e s, peak RSS %M KiB" \
       "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json --miner 1000 -c ${PROOFS:-3} -j ${JOBS:-1} \
       --warmup ${WARMUP:-1} --waterfall "$out/wf/porep32" > "$out/porep32.log" 2>&1
+  kill $smi 2>/dev/null
   grep -v "INFO" "$out/porep32.log" | cut -c1-300 | tail -40
   grep "INFO" "$out/porep32.log" | cut -c1-300 | head -12
+  echo "peak device memory in use: $(sort -n /tmp/vram.txt | tail -1) MiB (budget ${CUZK_GPU__VRAM_BUDGET:-default})"
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv
   ;;
 soak32)
@@ -275,6 +282,13 @@ msm)
       --partitions 10 -c 4 -j 3 --waterfall "$out/wf/chain-tables" 2>&1 | tail -26
   "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
   CUZK_MSM_G1=22,26 CUZK_MSM_G2=22 "$bin/msm" 2>&1
+  ;;
+msm-porep)
+  # One query of a 32 GiB PoRep partition as the engine runs it (prep's
+  # lists, the ones by batch addition, the significant tail) with PoRep's
+  # bit-heavy scalars, G1 at 2^27 and G2 at 2^25, against one dense msm_t.
+  CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_POREP_G1=${POREP_G1:-27} CUZK_MSM_POREP_G2=${POREP_G2:-25} \
+      timeout $(( $(left) - 10 )) "$bin/msm" 2>&1 | grep -v "^$"
   ;;
 pce)
   # sha256 2^20 x 10 after a warm-up proof: classic synthesis against

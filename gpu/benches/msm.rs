@@ -9,7 +9,10 @@
 //! CUZK_MSM_WINDOW forces the window (with as many copies as windows);
 //! CUZK_MSM_COPIES caps the copies. Ours is timed with level 0 adding
 //! entries one by one (the default) and in pairs (the tuning's `pairs`),
-//! interleaved; the speedup is the default's.
+//! interleaved; the speedup is the default's. CUZK_MSM_POREP_G1 and
+//! CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
+//! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
+//! against one dense `msm_t` (default: none).
 
 use std::time::Instant;
 
@@ -196,6 +199,131 @@ where
     }
 }
 
+/// PoRep's bit-heavy scalars (the shares `cuzk fil synth` counts for L at
+/// 32 GiB's trees and layers: 51.6% zero, 47.8% one, 0.6% other), canonical.
+fn porep_scalars(n: usize) -> Vec<[u64; 4]> {
+    (0..n)
+        .into_par_iter()
+        .map_init(
+            || rand::rngs::StdRng::seed_from_u64(rand::random()),
+            |r, _| {
+                let u: f64 = rand::Rng::r#gen(r);
+                if u < 0.516 {
+                    [0; 4]
+                } else if u < 0.994 {
+                    [1, 0, 0, 0]
+                } else {
+                    let s: [u64; 4] = Scalar::random(&mut *r).to_repr_le();
+                    s
+                }
+            },
+        )
+        .collect()
+}
+
+trait ReprLe {
+    fn to_repr_le(&self) -> [u64; 4];
+}
+
+impl ReprLe for Scalar {
+    fn to_repr_le(&self) -> [u64; 4] {
+        let b = ff::PrimeField::to_repr(self);
+        std::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
+    }
+}
+
+/// One query of a PoRep partition as the engine runs it, at 2^lg terms with
+/// PoRep's scalars: prep's lists on the device, the ones by batch addition,
+/// the significant tail by sppark's `msm_t` over gathered terms; against
+/// one dense `msm_t` over the same scalars. Results compared.
+fn porep<C, P>(name: &str, stream: &Stream, lg: u32)
+where
+    C: FixedCurve<Projective = P>,
+    P: Group + Curve + Send + PartialEq + std::fmt::Debug,
+    P::AffineRepr: Default + Clone + Send + Copy,
+{
+    let n = 1usize << lg;
+    let started = Instant::now();
+    let (pts, sc) = (points::<P>(n), porep_scalars(n));
+    let d_points = DeviceBuffer::upload(stream, &pts).unwrap();
+    let d_scalars = DeviceBuffer::upload(stream, &sc).unwrap();
+    drop(pts);
+    let list = || DeviceBuffer::alloc(stream.device(), n * 4).unwrap();
+    let (ones, sig_base, sig_scalar) = (list(), list(), list());
+    let scratch = DeviceBuffer::alloc(stream.device(), ops::prep_scratch_bytes(n)).unwrap();
+    stream.sync().unwrap();
+    println!(
+        "{name} PoRep 2^{lg}: points and scalars made and uploaded in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let lists = ops::QueryLists {
+        ones: &ones,
+        sig_base: &sig_base,
+        sig_scalar: &sig_scalar,
+    };
+    let prep = || {
+        ops::prep_query(
+            stream,
+            &d_scalars,
+            0,
+            n,
+            ops::Select::None,
+            ops::Select::All,
+            &lists,
+            Some(&scratch),
+        )
+        .unwrap()
+    };
+    let counts = prep();
+    let canonical = ops::ScalarForm::Canonical;
+    let sum = || ops::sum::<C>(stream, &d_points, &ones, counts.ones).unwrap();
+    let tail = || {
+        ops::msm_gathered::<C>(
+            stream,
+            &d_points,
+            &sig_base,
+            &d_scalars,
+            &sig_scalar,
+            counts.significant,
+            canonical,
+        )
+        .unwrap()
+    };
+    let dense = || {
+        ops::msm::<C>(
+            stream,
+            &d_points,
+            0,
+            C::POINT_BYTES,
+            &d_scalars,
+            0,
+            n,
+            canonical,
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        sum() + tail(),
+        dense(),
+        "{name} PoRep 2^{lg}: ones and tail agree with the dense MSM"
+    );
+    let reps = 3;
+    let (tp, to, tt, td) = (
+        time(reps, prep),
+        time(reps, sum),
+        time(reps, tail),
+        time(reps, dense),
+    );
+    println!(
+        "{name} PoRep 2^{lg} ({} ones, {} other): prep {tp:.2} ms + ones {to:.2} ms + tail {tt:.2} ms \
+         = {:.2} ms   sppark msm_t over all {td:.2} ms   speedup {:.2}x",
+        counts.ones,
+        counts.significant,
+        tp + to + tt,
+        td / (tp + to + tt),
+    );
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return;
@@ -210,4 +338,10 @@ fn main() {
     let stream = Stream::new(device).unwrap();
     group::<G1, G1Projective>("G1", &stream, &sizes("CUZK_MSM_G1", "20,22,24,26"));
     group::<G2, G2Projective>("G2", &stream, &sizes("CUZK_MSM_G2", "20,22"));
+    for lg in sizes("CUZK_MSM_POREP_G1", "") {
+        porep::<G1, G1Projective>("G1", &stream, lg);
+    }
+    for lg in sizes("CUZK_MSM_POREP_G2", "") {
+        porep::<G2, G2Projective>("G2", &stream, lg);
+    }
 }

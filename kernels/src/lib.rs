@@ -159,12 +159,16 @@ pub struct MsmTable {
 /// The arguments of a fixed-base multiplication (`cuzk_g1_fixed_base_mul`,
 /// `cuzk_g2_fixed_base_mul`): device pointers to the table (affine points,
 /// `windows` rows of 2^(window−1) multiples `d·2^(window·j)·G`), to `n`
-/// scalars in Montgomery form and to `n` XYZZ points out.
+/// scalars in Montgomery form, to `n` affine points out (blst's layout,
+/// infinity as (0, 0)), and to the kernel's scratch: `n` XYZZ points and
+/// `n` field elements.
 #[repr(C)]
 pub struct FixedBaseArgs {
     pub table: *const c_void,
     pub scalars: *const Fr,
     pub out: *mut c_void,
+    pub xyzz: *mut c_void,
+    pub prefix: *mut c_void,
     pub n: u64,
     pub window: u32,
     /// ⌈256 / window⌉.
@@ -270,7 +274,7 @@ kernels! {
     fn cuzk_g1_msm_fixed(device: i32, stream: *mut c_void, args: *const FixedMsmArgs, out: *mut c_void);
     fn cuzk_g2_msm_table_build(device: i32, stream: *mut c_void, points: *const c_void, n: usize, window: u32, copies: u32, extra: *mut c_void);
     fn cuzk_g2_msm_fixed(device: i32, stream: *mut c_void, args: *const FixedMsmArgs, out: *mut c_void);
-    /// G1: out[k] = scalars[k]·G over a fixed-base table, on `stream` (XYZZ out).
+    /// G1: out[k] = scalars[k]·G over a fixed-base table, on `stream` (affine out).
     fn cuzk_g1_fixed_base_mul(device: i32, stream: *mut c_void, args: *const FixedBaseArgs);
     /// G2: as `cuzk_g1_fixed_base_mul`.
     fn cuzk_g2_fixed_base_mul(device: i32, stream: *mut c_void, args: *const FixedBaseArgs);

@@ -219,6 +219,46 @@ fn gpu_setup_equals_cpu_setup() {
         t2.mul_many_on_cpu(&scalars, &mut cpu);
         assert!(gpu == cpu, "G2 multiples differ at window {window}");
     }
+    // Enough scalars that every lane makes several points affine with one
+    // inversion, in chunks that take both streams in turn (an odd size, so
+    // the last is short); zeros among them (infinity inside a lane's run).
+    let mut many: Vec<Scalar> = (0..600_000).map(|_| Scalar::random(&mut rng)).collect();
+    for i in (0..many.len()).step_by(9_973) {
+        many[i] = Scalar::ZERO;
+    }
+    many.extend_from_slice(&scalars);
+    let t1 = FixedBase::with_window(G1Projective::random(&mut rng), 16);
+    let (mut gpu, mut cpu) = (
+        vec![G1Affine::identity(); many.len()],
+        vec![G1Affine::identity(); many.len()],
+    );
+    cuzk_gpu::fixed_base::fixed_base_mul_in_chunks::<cuzk_gpu::fixed_base::G1>(
+        device,
+        t1.table(),
+        16,
+        &many,
+        &mut gpu,
+        150_001,
+    )
+    .expect("G1 in chunks on the device");
+    t1.mul_many_on_cpu(&many, &mut cpu);
+    assert!(gpu == cpu, "G1 multiples in chunks differ");
+    let t2 = FixedBase::with_window(G2Projective::random(&mut rng), 16);
+    let (mut gpu, mut cpu) = (
+        vec![G2Affine::identity(); many.len()],
+        vec![G2Affine::identity(); many.len()],
+    );
+    cuzk_gpu::fixed_base::fixed_base_mul_in_chunks::<cuzk_gpu::fixed_base::G2>(
+        device,
+        t2.table(),
+        16,
+        &many,
+        &mut gpu,
+        150_001,
+    )
+    .expect("G2 in chunks on the device");
+    t2.mul_many_on_cpu(&many, &mut cpu);
+    assert!(gpu == cpu, "G2 multiples in chunks differ");
     let t = toxic(3);
     let (on_gpu, _) =
         generate_timed(Workload::Sha256.blank(16), &t, Device::Gpu(device as usize)).unwrap();

@@ -23,7 +23,6 @@ use bellperson::groth16::{Parameters, VerifyingKey};
 use bellperson::{Circuit, SynthesisError};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use ff::Field;
-use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
@@ -169,18 +168,31 @@ pub fn from_matrices(
     let started = Instant::now();
     let g1 = FixedBase::new(toxic.g1, h_scalars.len() + 3 * m.vars());
     let multiples = |scalars: &[Scalar]| {
-        let mut out = vec![G1Affine::identity(); scalars.len()];
+        let mut out = fixed_base::identities::<G1Affine>(scalars.len());
         g1.mul_many(device, scalars, &mut out);
         out
     };
-    let h = multiples(&h_scalars);
+    // Each query's time in the log: where a slow setup's G1 phase went.
+    let logged = |query: &str, f: &dyn Fn() -> Vec<G1Affine>| {
+        let t = Instant::now();
+        let points = f();
+        tracing::info!(
+            query,
+            points = points.len(),
+            secs = t.elapsed().as_secs_f64(),
+            %device,
+            "setup: G1 multiples"
+        );
+        points
+    };
+    let h = logged("h", &|| multiples(&h_scalars));
     drop(h_scalars);
-    let ic = multiples(&ext[..m.n_inputs]);
-    let l = multiples(&ext[m.n_inputs..]);
+    let ic = logged("ic", &|| multiples(&ext[..m.n_inputs]));
+    let l = logged("l", &|| multiples(&ext[m.n_inputs..]));
     drop(ext);
-    let a = g1.mul_nonzero(device, &at);
+    let a = logged("a", &|| g1.mul_nonzero(device, &at));
     drop(at);
-    let b_g1 = g1.mul_nonzero(device, &bt);
+    let b_g1 = logged("b_g1", &|| g1.mul_nonzero(device, &bt));
     drop(g1);
     times.g1 = started.elapsed();
     tracing::info!(secs = times.g1.as_secs_f64(), %device, "setup: G1 queries");
