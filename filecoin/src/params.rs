@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bellperson::Circuit;
 use blstrs::Scalar;
-use cuzk_stages::setup::{Device, Toxic};
+use cuzk_stages::setup::{Device, MatrixCs, Toxic};
 use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStConfig, PoStType, with_shape};
 use filecoin_proofs_api::ApiVersion;
 use storage_proofs_core::compound_proof::CompoundProof;
@@ -204,7 +204,50 @@ fn gen_porep<Tree: 'static + MerkleTreeTrait>(
     >>::blank_circuit(&pp);
     <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::get_param_metadata(blank.clone(), &pp)?;
     let id = <C<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&pp);
-    write_generated(&id, blank, device)
+    // The blank circuit records on one thread (minutes at 32 GiB); a
+    // synthetic sector's first partition has the same matrices (values do
+    // not shape them; a test checks it) and records its challenges in parallel.
+    match synthetic_partition::<Tree>(&cfg, &pp) {
+        Ok(partition) => write_generated_with(&id, |cs| partition.record_matrices(cs), device),
+        Err(e) => {
+            tracing::warn!(
+                "recording the PoRep circuit in parallel: {e:#}; recording the blank circuit on one thread"
+            );
+            write_generated(&id, blank, device)
+        }
+    }
+}
+
+/// Partition 0 of a synthetic sector of `cfg`'s size, if its circuit has
+/// `expected`'s shape (layers, nodes, challenges per partition).
+fn synthetic_partition<Tree: 'static + MerkleTreeTrait>(
+    cfg: &PoRepConfig,
+    expected: &storage_proofs_porep::stacked::PublicParams<Tree>,
+) -> anyhow::Result<crate::porep_circuit::PorepPartition<Tree>> {
+    use storage_proofs_core::drgraph::Graph;
+    let spec = crate::synthetic::SectorSpec {
+        sector_size: u64::from(cfg.sector_size),
+        miner: 1000,
+        sector: 1,
+        ticket: [1; 32],
+        seed: [2; 32],
+    };
+    let synthetic = crate::synthetic::porep_c1(&spec)?;
+    let partition = crate::porep::first_partition::<Tree>(&synthetic.c1)?;
+    let shape = |p: &storage_proofs_porep::stacked::PublicParams<Tree>| {
+        (
+            p.num_layers,
+            p.graph.size(),
+            p.challenges.num_challenges_per_partition(),
+        )
+    };
+    let (ours, theirs) = (shape(partition.params()), shape(expected));
+    anyhow::ensure!(
+        ours == theirs && partition.challenges() == theirs.2,
+        "a synthetic sector's partition has (layers, nodes, challenges) {ours:?} and {} challenges, the parameters' circuit {theirs:?}",
+        partition.challenges()
+    );
+    Ok(partition)
 }
 
 /// Makes parameters for `blank` with cuzk's setup from fresh secrets (the
@@ -214,8 +257,17 @@ fn write_generated<C: Circuit<Scalar>>(
     blank: C,
     device: Device,
 ) -> anyhow::Result<Phases> {
+    write_generated_with(id, |cs| blank.synthesize(cs), device)
+}
+
+/// As [`write_generated`], the matrices recorded by `synthesize`.
+fn write_generated_with(
+    id: &str,
+    synthesize: impl FnOnce(&mut MatrixCs) -> Result<(), bellperson::SynthesisError>,
+    device: Device,
+) -> anyhow::Result<Phases> {
     let toxic = Toxic::random(&mut rand::rngs::OsRng);
-    let (params, times) = cuzk_stages::setup::generate_timed(blank, &toxic, device)?;
+    let (params, times) = cuzk_stages::setup::generate_timed_with(synthesize, &toxic, device)?;
     let started = Instant::now();
     tracing::info!(
         id,
@@ -414,6 +466,40 @@ mod tests {
         };
         assert_eq!(ours.vk, theirs.vk, "verifying keys");
         assert!(bytes(&ours) == bytes(&theirs), "parameter files differ");
+    }
+
+    /// The setup's PoRep recording (a synthetic sector's first partition,
+    /// its challenges in parallel) against the blank circuit's on one thread.
+    fn porep_parts_equal_the_blank_circuit<Tree: 'static + MerkleTreeTrait>(cfg: PoRepConfig) {
+        use cuzk_stages::setup::Matrices;
+        let pp = filecoin_proofs::parameters::public_params::<Tree>(&cfg).unwrap();
+        let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            StackedCircuit<Tree, DefaultPieceHasher>,
+        >>::blank_circuit(&pp);
+        let serial = Matrices::record(blank).unwrap();
+        let partition = synthetic_partition::<Tree>(&cfg, &pp).unwrap();
+        let parallel = Matrices::record_with(|cs| partition.record_matrices(cs)).unwrap();
+        assert_eq!(
+            (parallel.n_inputs, parallel.n_aux, parallel.rows),
+            (serial.n_inputs, serial.n_aux, serial.rows),
+            "inputs, aux variables and rows"
+        );
+        assert!(parallel.table() == serial.table(), "coefficient tables");
+        for m in 0..3 {
+            let (p, s) = (parallel.matrix(m), serial.matrix(m));
+            assert!(p.row_ptr == s.row_ptr, "matrix {m}'s rows");
+            assert!(p.cols == s.cols, "matrix {m}'s columns");
+            assert!(
+                (0..s.nnz()).all(|t| p.codes.get(t) == s.codes.get(t)),
+                "matrix {m}'s coefficients"
+            );
+        }
+    }
+
+    #[test]
+    fn porep_matrices_recorded_in_parallel_equal_the_blank_circuits() {
+        porep_parts_equal_the_blank_circuit::<SectorShape2KiB>(porep_config(2048).unwrap());
     }
 
     #[test]

@@ -159,6 +159,72 @@ pub fn job(
     with_shape!(size, job_for, &c1.output, miner, sector)
 }
 
+type PorepPublicInputs<Tree> = stacked::PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain,
+    DefaultPieceDomain,
+>;
+
+/// A C1 output's public inputs (commitments decoded, the replica id as it
+/// says) and its proof's public parameters.
+fn public_of<Tree: 'static + MerkleTreeTrait>(
+    c1: &SealCommitPhase1Output,
+) -> Result<
+    (
+        PorepPublicInputs<Tree>,
+        compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+    ),
+    FilError,
+> {
+    let cfg = c1.registered_proof.as_v1_config();
+    let bad = |m: String| FilError::malformed("the C1 output", m);
+    let comm_d =
+        DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(|e| bad(format!("comm_d: {e}")))?;
+    let comm_r: <Tree::Hasher as Hasher>::Domain =
+        as_safe_commitment(&c1.comm_r, "comm_r").map_err(|e| bad(format!("{e}")))?;
+    let pub_in = stacked::PublicInputs {
+        replica_id: Fr::from(c1.replica_id).into(),
+        tau: Some(Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    let sp = compound_proof::SetupParams {
+        vanilla_params: filecoin_proofs::parameters::setup_params(&cfg)?,
+        partitions: Some(usize::from(cfg.partitions)),
+        priority: false,
+    };
+    let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        StackedCircuit<Tree, DefaultPieceHasher>,
+    >>::setup(&sp)?;
+    Ok((pub_in, pp))
+}
+
+/// Partition 0 of a C1 output's proof, decoded without parameters or the
+/// checks a job makes: what a setup records the circuit's matrices from
+/// (its values do not shape them).
+pub(crate) fn first_partition<Tree: 'static + MerkleTreeTrait>(
+    c1: &SealCommitPhase1Output,
+) -> Result<PorepPartition<Tree>, FilError> {
+    let bad = |m: String| FilError::malformed("the C1 output", m);
+    let vanilla: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>> = c1
+        .vanilla_proofs
+        .clone()
+        .try_into()
+        .map_err(|e: anyhow::Error| bad(format!("its vanilla proofs: {e}")))?;
+    let proofs = vanilla
+        .into_iter()
+        .next()
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| bad("it has no vanilla proofs".into()))?;
+    let (pub_in, pp) = public_of::<Tree>(c1)?;
+    Ok(PorepPartition::new(
+        std::sync::Arc::new(pub_in),
+        std::sync::Arc::new(pp.vanilla_params),
+        proofs,
+        0,
+    ))
+}
+
 fn job_for<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
     miner: u64,
@@ -191,34 +257,20 @@ fn job_for<Tree: 'static + MerkleTreeTrait>(
             vanilla.len()
         )));
     }
-    let comm_d =
-        DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(|e| bad(format!("comm_d: {e}")))?;
-    let comm_r: <Tree::Hasher as Hasher>::Domain =
-        as_safe_commitment(&c1.comm_r, "comm_r").map_err(|e| bad(format!("{e}")))?;
+    let (pub_in, pp) = public_of::<Tree>(c1)?;
     let prover = prover_id(miner);
-    let replica_id: <Tree::Hasher as Hasher>::Domain = Fr::from(c1.replica_id).into();
+    let comm_d = pub_in
+        .tau
+        .as_ref()
+        .map(|t| t.comm_d)
+        .expect("public_of sets tau");
     let expected =
         generate_replica_id::<Tree::Hasher, _>(&prover, sector, &c1.ticket, comm_d, &cfg.porep_id);
-    if expected != replica_id {
+    if expected != pub_in.replica_id {
         return Err(FilError::Mismatch(format!(
             "miner_id, sector_number: the C1 output was not made for miner {miner} and sector {sector}: its replica id does not match theirs"
         )));
     }
-    let pub_in = stacked::PublicInputs {
-        replica_id,
-        tau: Some(Tau { comm_d, comm_r }),
-        k: None,
-        seed: Some(c1.seed),
-    };
-    let sp = compound_proof::SetupParams {
-        vanilla_params: filecoin_proofs::parameters::setup_params(&cfg)?,
-        partitions: Some(partitions),
-        priority: false,
-    };
-    let pp = <Compound<Tree> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        StackedCircuit<Tree, DefaultPieceHasher>,
-    >>::setup(&sp)?;
     let pub_in = std::sync::Arc::new(pub_in);
     let vanilla_params = std::sync::Arc::new(pp.vanilla_params.clone());
     let mut parts: Vec<(Box<dyn cuzk_stages::ProvableCircuit>, Vec<Fr>)> = vec![];

@@ -15,6 +15,7 @@ use bellperson::{Circuit, SynthesisError};
 use cuzk_stages::circuit::ProvableCircuit;
 use cuzk_stages::cs::ArenaCs;
 use cuzk_stages::pce::{RecordingCs, WitnessCs};
+use cuzk_stages::setup::MatrixCs;
 
 use crate::porep_witness::Route;
 use filecoin_hashers::Hasher;
@@ -61,6 +62,11 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
         }
     }
 
+    /// The proof's public parameters.
+    pub fn params(&self) -> &stacked::PublicParams<Tree> {
+        &self.params
+    }
+
     /// Challenges in this partition.
     pub fn challenges(&self) -> usize {
         self.proofs.len()
@@ -85,6 +91,13 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
                 "building the PoRep circuit: {e:#}"
             )))
         })
+    }
+
+    /// The partition circuit's matrices, its challenges recorded in
+    /// parallel: the setup's recording (the same matrices as the blank
+    /// circuit's, which a test checks).
+    pub fn record_matrices(&self, cs: &mut MatrixCs) -> Result<(), SynthesisError> {
+        crate::porep_witness::record_matrices(cs, &self.pub_in, &self.proofs)
     }
 
     /// The whole partition's circuit, as filecoin-proofs builds it.

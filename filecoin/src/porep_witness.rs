@@ -32,6 +32,7 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use cuzk_stages::pce::{PartSize, Parts, WitnessCs, synthesize_parts};
+use cuzk_stages::setup::MatrixCs;
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_11};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -535,4 +536,28 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
         known_sizes().lock().expect("not poisoned").insert(key, one);
     }
     Ok(())
+}
+
+/// A partition's constraint matrices: the prelude here, every challenge's
+/// parts through the gadgets (the circuit's own constraints), recorded in
+/// parallel and appended in the circuit's order.
+pub(crate) fn record_matrices<Tree: 'static + MerkleTreeTrait>(
+    cs: &mut MatrixCs,
+    pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
+    proofs: &[VanillaProof<Tree, G>],
+) -> Result<(), SynthesisError> {
+    let first = proofs.first().ok_or(SynthesisError::Unsatisfiable)?;
+    let shared = prelude(&mut *cs, pub_in, first)?;
+    let challenges = proofs
+        .par_iter()
+        .map(Challenge::of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let layers = challenges[0].drg.first().map_or(0, |o| o.rows.len());
+    let parts = ChallengeParts::<Tree> {
+        shared: &shared,
+        per: parts_per_challenge(layers),
+        route: Route::Gadgets,
+        tree: std::marker::PhantomData,
+    };
+    cs.record_parts(&parts, &challenges)
 }

@@ -259,6 +259,11 @@ impl Builder {
         } else {
             self.classes.general += 1;
         }
+        self.intern(coeff)
+    }
+
+    /// The table code of `coeff`, added to the table where it is new.
+    fn intern(&mut self, coeff: &Scalar) -> u32 {
         let key: [u8; 32] = coeff.to_repr();
         // Provisional: every other coefficient is a table entry until `finalize`.
         let next = self.table.len() as u32 + TABLE;
@@ -266,6 +271,45 @@ impl Builder {
             self.table.push(*coeff);
             next
         })
+    }
+
+    /// Appends the rows `part` recorded after this builder's: a part of the
+    /// circuit recorded on its own, its columns already numbered for the
+    /// whole system. Its table codes are re-interned in its order, so parts
+    /// appended in the circuit's order give the table one recording of the
+    /// whole circuit would.
+    pub fn append(&mut self, part: Builder) {
+        let Builder {
+            mats,
+            table,
+            classes,
+            overflow,
+            ..
+        } = part;
+        let codes: Vec<u32> = table.iter().map(|c| self.intern(c)).collect();
+        for (mine, theirs) in self.mats.iter_mut().zip(mats) {
+            let base = mine.cols.len() as u64;
+            mine.cols.extend_from_slice(&theirs.cols);
+            mine.codes
+                .extend(theirs.codes.iter().map(|&c| match c.checked_sub(TABLE) {
+                    Some(t) => codes[t as usize],
+                    None => c,
+                }));
+            for &end in &theirs.row_ptr[1..] {
+                match u32::try_from(base + u64::from(end)) {
+                    Ok(end) => mine.row_ptr.push(end),
+                    Err(_) => {
+                        self.overflow = true;
+                        mine.row_ptr.push(u32::MAX);
+                    }
+                }
+            }
+        }
+        self.classes.plus_one += classes.plus_one;
+        self.classes.minus_one += classes.minus_one;
+        self.classes.small += classes.small;
+        self.classes.general += classes.general;
+        self.overflow |= overflow;
     }
 
     /// Appends one row of matrix `m` (0 = A, 1 = B, 2 = C), skipping zero

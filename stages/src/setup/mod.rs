@@ -28,7 +28,7 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 
 pub use fixed_base::{Device, FixedBase, SetupCurve, window_for};
-pub use matrices::Matrices;
+pub use matrices::{Matrices, MatrixCs};
 pub use qap::{Domain, evaluate_columns};
 pub use write::write_parameters;
 
@@ -107,8 +107,18 @@ pub fn generate_timed<C: Circuit<Scalar>>(
     toxic: &Toxic,
     device: Device,
 ) -> Result<(Parameters<Bls12>, SetupTimes), SetupError> {
+    generate_timed_with(|cs| circuit.synthesize(cs), toxic, device)
+}
+
+/// As [`generate_timed`], the matrices recorded by `synthesize` (one that
+/// records a circuit's independent parts in parallel: [`MatrixCs::record_parts`]).
+pub fn generate_timed_with(
+    synthesize: impl FnOnce(&mut MatrixCs) -> Result<(), SynthesisError>,
+    toxic: &Toxic,
+    device: Device,
+) -> Result<(Parameters<Bls12>, SetupTimes), SetupError> {
     let started = Instant::now();
-    let matrices = Matrices::record(circuit)?;
+    let matrices = Matrices::record_with(synthesize)?;
     let record = started.elapsed();
     tracing::info!(
         rows = matrices.rows,
