@@ -164,17 +164,14 @@ type PorepPublicInputs<Tree> = stacked::PublicInputs<
     DefaultPieceDomain,
 >;
 
+type PorepPublicParams<Tree> =
+    compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>;
+
 /// A C1 output's public inputs (commitments decoded, the replica id as it
 /// says) and its proof's public parameters.
 fn public_of<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
-) -> Result<
-    (
-        PorepPublicInputs<Tree>,
-        compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
-    ),
-    FilError,
-> {
+) -> Result<(PorepPublicInputs<Tree>, PorepPublicParams<Tree>), FilError> {
     let cfg = c1.registered_proof.as_v1_config();
     let bad = |m: String| FilError::malformed("the C1 output", m);
     let comm_d =

@@ -478,39 +478,28 @@ pub fn pce_eval(
         );
     }
     assert!(m.pow2.bytes() >= 256 * 32, "powers of two short");
-    let row_ptr = m
-        .matrices
-        .each_ref()
-        .map(|x| x.row_ptr.at::<u32>(0).cast_const());
-    let cols = m
-        .matrices
-        .each_ref()
-        .map(|x| x.cols.at::<u32>(0).cast_const());
-    let codes = m.matrices.each_ref().map(|x| x.codes.ptr().cast_const());
+    let args = k::PceEvalArgs {
+        matrices: m.matrices.each_ref().map(|x| k::PceMatrix {
+            row_ptr: x.row_ptr.at::<u32>(0).cast_const(),
+            cols: x.cols.at::<u32>(0).cast_const(),
+            codes: x.codes.ptr().cast_const(),
+        }),
+        wide: u32::from(m.wide),
+        constraints: m.rows as u32,
+        n_inputs: n_inputs as u32,
+        n: n as u64,
+        table: m.table.at(0),
+        pow2: m.pow2.at(0),
+        z: z.at(0),
+        a: a.at(0),
+        b: b.at(0),
+        c: c.at(0),
+    };
     let mut first_bad = u32::MAX;
     // SAFETY: buffers of one device, sized as checked above; the recording's
     // columns index the assignment and its codes the table (checked when it
     // was read).
-    unsafe {
-        k::cuzk_pce_eval(
-            stream.device(),
-            stream.raw(),
-            row_ptr.as_ptr(),
-            cols.as_ptr(),
-            codes.as_ptr(),
-            m.wide,
-            m.table.at(0),
-            m.pow2.at(0),
-            z.at(0),
-            m.rows as u32,
-            n_inputs as u32,
-            n,
-            a.at(0),
-            b.at(0),
-            c.at(0),
-            &mut first_bad,
-        )
-    }?;
+    unsafe { k::cuzk_pce_eval(stream.device(), stream.raw(), &args, &mut first_bad) }?;
     Ok((first_bad != u32::MAX).then_some(first_bad as usize))
 }
 
@@ -531,11 +520,11 @@ pub enum Select<'a> {
 }
 
 impl Select<'_> {
-    fn raw(&self) -> (u32, *const u64) {
+    fn raw(&self) -> (k::PrepMode, *const u64) {
         match self {
-            Select::None => (0, std::ptr::null()),
-            Select::All => (1, std::ptr::null()),
-            Select::Bitmap(b, word) => (2, b.at::<u64>(*word).cast_const()),
+            Select::None => (k::PrepMode::None, std::ptr::null()),
+            Select::All => (k::PrepMode::All, std::ptr::null()),
+            Select::Bitmap(b, word) => (k::PrepMode::Bitmap, b.at::<u64>(*word).cast_const()),
         }
     }
 }
@@ -595,29 +584,25 @@ pub fn prep_query(
     for l in [lists.ones, lists.sig_base, lists.sig_scalar] {
         assert!(l.bytes() >= capacity, "index list short");
     }
-    let ((im, ib), (am, ab)) = (inputs.raw(), aux.raw());
+    let ((input_mode, input_bits), (aux_mode, aux_bits)) = (inputs.raw(), aux.raw());
+    let args = k::PrepQueryArgs {
+        z: z.at(0),
+        n_inputs: n_inputs as u32,
+        n: n as u32,
+        input_mode,
+        aux_mode,
+        input_bits,
+        aux_bits,
+        scatter: 1,
+        ones: lists.ones.at(0),
+        sig_base: lists.sig_base.at(0),
+        sig_scalar: lists.sig_scalar.at(0),
+        scratch: scratch.map_or(std::ptr::null_mut(), |b| b.at::<u8>(0).cast()),
+        scratch_bytes: scratch.map_or(0, DeviceBuffer::bytes) as u64,
+    };
     let mut counts = [0u32; 3];
     // SAFETY: buffers of one device sized as checked above.
-    unsafe {
-        k::cuzk_prep_query(
-            stream.device(),
-            stream.raw(),
-            z.at(0),
-            n_inputs as u32,
-            n as u32,
-            im,
-            ib,
-            am,
-            ab,
-            true,
-            lists.ones.at(0),
-            lists.sig_base.at(0),
-            lists.sig_scalar.at(0),
-            counts.as_mut_ptr(),
-            scratch.map_or(std::ptr::null_mut(), |b| b.at::<u8>(0).cast()),
-            scratch.map_or(0, DeviceBuffer::bytes),
-        )
-    }?;
+    unsafe { k::cuzk_prep_query(stream.device(), stream.raw(), &args, counts.as_mut_ptr()) }?;
     Ok(QueryCounts {
         selected: counts[0] as usize,
         ones: counts[1] as usize,

@@ -8,6 +8,7 @@
 #include <ff/bls12-381-fp2.hpp>
 #include <ec/xyzz_t.hpp>
 #include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 
 // Mirrors Rust's `cuzk_kernels::FixedBaseArgs`.
@@ -21,6 +22,10 @@ struct cuzk_fixed_base_args {
     uint32_t window;
     uint32_t windows;
 };
+// The layout Rust's repr(C) struct has (checked there too).
+static_assert(sizeof(cuzk_fixed_base_args) == 56, "FixedBaseArgs' size");
+static_assert(offsetof(cuzk_fixed_base_args, prefix) == 32, "FixedBaseArgs' layout");
+static_assert(offsetof(cuzk_fixed_base_args, window) == 48, "FixedBaseArgs' layout");
 
 // Each lane group multiplies its scalars k = first, first + stride, ... and
 // then makes its own results affine with one field inversion (Montgomery's

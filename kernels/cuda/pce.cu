@@ -9,6 +9,7 @@
 // canonical A·z, and one conversion per row (`to()`) gives the Montgomery
 // value the NTT takes. No Montgomery copy of z is made.
 #include "common.cuh"
+#include <cstddef>
 
 // Codes (matrix.rs): 0 = +1, 1 = −1, 1 + k = +2^k and 256 + k = −2^k for
 // k in 1..=255, TABLE + i = table[i].
@@ -106,34 +107,50 @@ __global__ void pce_eval(pce_matrix ma, pce_matrix mb, pce_matrix mc,
     }
 }
 
+// Mirrors Rust's `cuzk_kernels::PceEvalArgs`.
+struct cuzk_pce_eval_args {
+    pce_matrix matrices[3];
+    uint32_t wide;          // codes are uint32_t, else uint16_t
+    uint32_t constraints;
+    uint32_t n_inputs;
+    uint64_t n;
+    const fr_t* table;
+    const fr_t* pow2;
+    const fr_t* z;          // canonical
+    fr_t* a;
+    fr_t* b;
+    fr_t* c;
+};
+// The layout Rust's repr(C) struct has (checked there too).
+static_assert(sizeof(cuzk_pce_eval_args) == 144, "PceEvalArgs' size");
+static_assert(offsetof(cuzk_pce_eval_args, wide) == 72, "PceEvalArgs' layout");
+static_assert(offsetof(cuzk_pce_eval_args, n) == 88, "PceEvalArgs' layout");
+static_assert(offsetof(cuzk_pce_eval_args, c) == 136, "PceEvalArgs' layout");
+
 extern "C" {
 
 // a, b, c (n = the domain's size) on the caller's stream from canonical z;
 // returns once they are computed, with the first constraint a·b ≠ c in
 // `first_bad` (UINT32_MAX if every one holds).
-RustError cuzk_pce_eval(int device, void* stream,
-                        const uint32_t* const* row_ptr, const uint32_t* const* cols,
-                        const void* const* codes, bool wide,
-                        const fr_t* table, const fr_t* pow2, const fr_t* z,
-                        uint32_t constraints, uint32_t n_inputs, size_t n,
-                        fr_t* a, fr_t* b, fr_t* c, uint32_t* first_bad)
+RustError cuzk_pce_eval(int device, void* stream, const cuzk_pce_eval_args* a, uint32_t* first_bad)
 {
     CUZK_TRY
     select_gpu(device).select();
     stream_t& s = as_stream_t(stream);
-    pce_matrix m[3];
-    for (int k = 0; k < 3; k++)
-        m[k] = pce_matrix{row_ptr[k], cols[k], codes[k]};
+    const pce_matrix* m = a->matrices;
+    const fr_t *z = a->z, *table = a->table, *pow2 = a->pow2;
+    const uint32_t constraints = a->constraints, n_inputs = a->n_inputs;
+    const size_t n = a->n;
     stream_buf<uint32_t> bad(1, s);
     CUZK_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(uint32_t), s));
     const int threads = 256;
     const int blocks = s.sm_count() * 8;
-    if (wide)
+    if (a->wide)
         pce_eval<true><<<blocks, threads, 0, s>>>(m[0], m[1], m[2], z, table, pow2,
-                                                  constraints, n_inputs, n, a, b, c, bad);
+                                                  constraints, n_inputs, n, a->a, a->b, a->c, bad);
     else
         pce_eval<false><<<blocks, threads, 0, s>>>(m[0], m[1], m[2], z, table, pow2,
-                                                   constraints, n_inputs, n, a, b, c, bad);
+                                                   constraints, n_inputs, n, a->a, a->b, a->c, bad);
     CUZK_CHECK(cudaGetLastError());
     CUZK_CHECK(cudaMemcpyAsync(first_bad, bad, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
     CUZK_CHECK(cudaStreamSynchronize(s));

@@ -8,6 +8,8 @@
 // the host's order, and the totals come back to the host.
 #include "common.cuh"
 #include <cub/device/device_scan.cuh>
+#include <stdexcept>
+#include <cstddef>
 
 // Counters of one scan: selected candidates, ones, significant.
 struct prep_counts {
@@ -124,26 +126,46 @@ RustError cuzk_to_canonical(int device, void* stream, fr_t* z, size_t n)
     CUZK_CATCH
 }
 
+// Mirrors Rust's `cuzk_kernels::PrepQueryArgs`.
+struct cuzk_prep_query_args {
+    const fr_t* z;          // canonical
+    uint32_t n_inputs, n;   // n = inputs + aux
+    uint32_t input_mode, aux_mode;
+    const uint64_t* input_bits;
+    const uint64_t* aux_bits;
+    uint32_t scatter;
+    uint32_t* ones;
+    uint32_t* sig_base;
+    uint32_t* sig_scalar;
+    void* scratch;
+    uint64_t scratch_bytes;
+};
+// The layout Rust's repr(C) struct has (checked there too).
+static_assert(sizeof(cuzk_prep_query_args) == 88, "PrepQueryArgs' size");
+static_assert(offsetof(cuzk_prep_query_args, input_bits) == 24, "PrepQueryArgs' layout");
+static_assert(offsetof(cuzk_prep_query_args, ones) == 48, "PrepQueryArgs' layout");
+static_assert(offsetof(cuzk_prep_query_args, scratch_bytes) == 80, "PrepQueryArgs' layout");
+
 // One query's lists (written only if `scatter`), on the caller's stream;
 // returns, synchronised, with the totals: counts[0] selected, [1] ones,
 // [2] significant. The scan's counters (24 bytes a variable) go into
 // `scratch` when it holds them (a buffer the partition fills later, so the
 // device needs no memory beyond the partition's own), else are allocated.
-RustError cuzk_prep_query(int device, void* stream, const fr_t* z,
-                          uint32_t n_inputs, uint32_t n,
-                          uint32_t input_mode, const uint64_t* input_bits,
-                          uint32_t aux_mode, const uint64_t* aux_bits,
-                          bool scatter, uint32_t* ones, uint32_t* sig_base,
-                          uint32_t* sig_scalar, uint32_t* counts,
-                          void* scratch, size_t scratch_bytes)
+RustError cuzk_prep_query(int device, void* stream, const cuzk_prep_query_args* a,
+                          uint32_t* counts)
 {
     CUZK_TRY
     select_gpu(device).select();
     stream_t& s = as_stream_t(stream);
     counts[0] = counts[1] = counts[2] = 0;
+    const uint32_t n = a->n;
     if (n == 0)
         return RustError{cudaSuccess};
-    prep_query q{z, n_inputs, n, input_mode, aux_mode, input_bits, aux_bits};
+    if (a->input_mode > PREP_BITMAP || a->aux_mode > PREP_BITMAP)
+        throw std::invalid_argument("prep_query: a selection mode of 0, 1 or 2");
+    prep_query q{a->z, a->n_inputs, n, a->input_mode, a->aux_mode, a->input_bits, a->aux_bits};
+    void* scratch = a->scratch;
+    const size_t scratch_bytes = a->scratch_bytes;
     size_t temp_bytes = 0;
     CUZK_CHECK(cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, (const prep_counts*)nullptr,
                                               (prep_counts*)nullptr, prep_sum{}, (int)n, s));
@@ -160,8 +182,8 @@ RustError cuzk_prep_query(int device, void* stream, const fr_t* z,
     CUZK_CHECK(cudaGetLastError());
     CUZK_CHECK(cub::DeviceScan::InclusiveScan(temp, temp_bytes, (const prep_counts*)flags,
                                               incl, prep_sum{}, (int)n, s));
-    if (scatter) {
-        prep_scatter<<<blocks, 256, 0, s>>>(q, incl, ones, sig_base, sig_scalar);
+    if (a->scatter) {
+        prep_scatter<<<blocks, 256, 0, s>>>(q, incl, a->ones, a->sig_base, a->sig_scalar);
         CUZK_CHECK(cudaGetLastError());
     }
     prep_counts total;

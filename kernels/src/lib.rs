@@ -156,6 +156,72 @@ pub struct MsmTable {
     pub copies: u32,
 }
 
+/// One recorded matrix on the device: row pointers, columns (`u32`) and
+/// coefficient codes (`u16`, or `u32` where the recording is wide).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PceMatrix {
+    pub row_ptr: *const u32,
+    pub cols: *const u32,
+    pub codes: *const c_void,
+}
+
+/// The arguments of `cuzk_pce_eval`: a, b, c over `n` rows from A, B and C
+/// and the canonical assignment `z` (its first `n_inputs` the inputs), in
+/// Montgomery form. Every pointer is the device's.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PceEvalArgs {
+    pub matrices: [PceMatrix; 3],
+    /// The codes are `u32` (else `u16`).
+    pub wide: u32,
+    /// The circuit's own constraints (rows of each matrix).
+    pub constraints: u32,
+    pub n_inputs: u32,
+    /// Rows to write: constraints, an `a = input` row per input, zeros after.
+    pub n: u64,
+    /// The distinct general coefficients and 2^k for k < 256.
+    pub table: *const Fr,
+    pub pow2: *const Fr,
+    pub z: *const Fr,
+    pub a: *mut Fr,
+    pub b: *mut Fr,
+    pub c: *mut Fr,
+}
+
+/// How a part (inputs or aux) of a query selects its variables.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrepMode {
+    None = 0,
+    All = 1,
+    /// Those whose bit is set in a device bitmap of u64 words.
+    Bitmap = 2,
+}
+
+/// The arguments of `cuzk_prep_query`: one MSM query's index lists from the
+/// canonical assignment `z` of `n` variables (the first `n_inputs` inputs).
+/// Candidates are the query's selected inputs, then its selected aux
+/// variables; lists are written only if `scatter`. The scan's counters go
+/// into `scratch` where `scratch_bytes` hold them, else are allocated.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PrepQueryArgs {
+    pub z: *const Fr,
+    pub n_inputs: u32,
+    pub n: u32,
+    pub input_mode: PrepMode,
+    pub aux_mode: PrepMode,
+    pub input_bits: *const u64,
+    pub aux_bits: *const u64,
+    pub scatter: u32,
+    pub ones: *mut u32,
+    pub sig_base: *mut u32,
+    pub sig_scalar: *mut u32,
+    pub scratch: *mut c_void,
+    pub scratch_bytes: u64,
+}
+
 /// The arguments of a fixed-base multiplication (`cuzk_g1_fixed_base_mul`,
 /// `cuzk_g2_fixed_base_mul`): device pointers to the table (affine points,
 /// `windows` rows of 2^(window−1) multiples `d·2^(window·j)·G`), to `n`
@@ -174,6 +240,22 @@ pub struct FixedBaseArgs {
     /// ⌈256 / window⌉.
     pub windows: u32,
 }
+
+// The layouts the kernels' C structs have (static_asserts there too).
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<PrepQueryArgs>() == 88);
+    assert!(offset_of!(PrepQueryArgs, input_bits) == 24);
+    assert!(offset_of!(PrepQueryArgs, ones) == 48);
+    assert!(offset_of!(PrepQueryArgs, scratch_bytes) == 80);
+    assert!(size_of::<PceEvalArgs>() == 144);
+    assert!(offset_of!(PceEvalArgs, wide) == 72);
+    assert!(offset_of!(PceEvalArgs, n) == 88);
+    assert!(offset_of!(PceEvalArgs, c) == 136);
+    assert!(size_of::<FixedBaseArgs>() == 56);
+    assert!(offset_of!(FixedBaseArgs, prefix) == 32);
+    assert!(offset_of!(FixedBaseArgs, window) == 48);
+};
 
 macro_rules! kernels {
     ($( $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
@@ -248,19 +330,15 @@ kernels! {
     fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
     fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
     fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
-    /// Pre-compiled constraints: a, b, c over `n` rows from the three
-    /// recorded matrices (device pointers to each one's row pointers,
-    /// columns and `u16` or, if `wide`, `u32` codes) and the canonical
-    /// assignment `z`, in Montgomery form; returns, the stream synchronised,
-    /// with the first row where a·b ≠ c in `first_bad` (`u32::MAX` if none).
-    fn cuzk_pce_eval(device: i32, stream: *mut c_void, row_ptr: *const *const u32, cols: *const *const u32, codes: *const *const c_void, wide: bool, table: *const Fr, pow2: *const Fr, z: *const Fr, constraints: u32, n_inputs: u32, n: usize, a: *mut Fr, b: *mut Fr, c: *mut Fr, first_bad: *mut u32);
+    /// Pre-compiled constraints: a, b, c as `args` describes; returns, the
+    /// stream synchronised, with the first row where a·b ≠ c in
+    /// `first_bad` (`u32::MAX` if none).
+    fn cuzk_pce_eval(device: i32, stream: *mut c_void, args: *const PceEvalArgs, first_bad: *mut u32);
     /// Montgomery to canonical form in place, queued on `stream`.
     fn cuzk_to_canonical(device: i32, stream: *mut c_void, z: *mut Fr, n: usize);
-    /// prep_msm for one query from the canonical assignment: selection of
-    /// inputs and aux by mode (0 none, 1 all, 2 bitmap), index lists written
-    /// if `scatter`; returns, synchronised, with `counts` = selected, ones,
-    /// significant.
-    fn cuzk_prep_query(device: i32, stream: *mut c_void, z: *const Fr, n_inputs: u32, n: u32, input_mode: u32, input_bits: *const u64, aux_mode: u32, aux_bits: *const u64, scatter: bool, ones: *mut u32, sig_base: *mut u32, sig_scalar: *mut u32, counts: *mut u32, scratch: *mut c_void, scratch_bytes: usize);
+    /// prep_msm for one query as `args` describes; returns, synchronised,
+    /// with `counts` = selected, ones, significant.
+    fn cuzk_prep_query(device: i32, stream: *mut c_void, args: *const PrepQueryArgs, counts: *mut u32);
     fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
     /// `out[j]` = the first position in the ascending `list[0..n)` holding
     /// an index >= `values[j]`, for j < m (device pointers), queued on `stream`.
