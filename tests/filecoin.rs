@@ -701,3 +701,29 @@ fn a_sector_with_32gib_layers_gets_the_gadgets_witness_natively() {
         shape.constraints
     );
 }
+
+/// The first partition of a shape records its matrices from the circuit's
+/// parts in parallel (no values, no full synthesis): the recording must be
+/// full synthesis's, byte for byte, or every later partition would be held
+/// to the wrong constraints.
+#[test]
+fn a_porep_partition_records_in_parts_what_full_synthesis_records() {
+    for (size, layers, challenges) in [(2048u64, 2, 2), (16 << 10, 11, 2)] {
+        let work = tempfile::tempdir().unwrap();
+        let shaped =
+            cuzk::filecoin::shaped::porep_partition(size, layers, challenges, work.path()).unwrap();
+        let make = || shaped.circuit.duplicate().unwrap();
+        let report = cuzk::stages::measure::measure(make, 1, false).unwrap();
+        println!(
+            "{}",
+            report.render(&format!(
+                "{size} B, {layers} layers, {challenges} challenges"
+            ))
+        );
+        assert_eq!(
+            report.record_parts_equal,
+            Some(true),
+            "{size} B, {layers} layers, {challenges} challenges: the recording in parts"
+        );
+    }
+}

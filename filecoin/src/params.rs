@@ -208,7 +208,7 @@ fn gen_porep<Tree: 'static + MerkleTreeTrait>(
     // synthetic sector's first partition has the same matrices (values do
     // not shape them; a test checks it) and records its challenges in parallel.
     match synthetic_partition::<Tree>(&cfg, &pp) {
-        Ok(partition) => write_generated_with(&id, |cs| partition.record_matrices(cs), device),
+        Ok(partition) => write_generated_with(&id, |cs| partition.record_in_parts(cs), device),
         Err(e) => {
             tracing::warn!(
                 "recording the PoRep circuit in parallel: {e:#}; recording the blank circuit on one thread"
@@ -479,7 +479,7 @@ mod tests {
         >>::blank_circuit(&pp);
         let serial = Matrices::record(blank).unwrap();
         let partition = synthetic_partition::<Tree>(&cfg, &pp).unwrap();
-        let parallel = Matrices::record_with(|cs| partition.record_matrices(cs)).unwrap();
+        let parallel = Matrices::record_with(|cs| partition.record_in_parts(cs)).unwrap();
         assert_eq!(
             (parallel.n_inputs, parallel.n_aux, parallel.rows),
             (serial.n_inputs, serial.n_aux, serial.rows),

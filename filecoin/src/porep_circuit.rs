@@ -96,7 +96,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
     /// The partition circuit's matrices, its challenges recorded in
     /// parallel: the setup's recording (the same matrices as the blank
     /// circuit's, which a test checks).
-    pub fn record_matrices(&self, cs: &mut MatrixCs) -> Result<(), SynthesisError> {
+    pub fn record_in_parts(&self, cs: &mut MatrixCs) -> Result<(), SynthesisError> {
         crate::porep_witness::record_matrices(cs, &self.pub_in, &self.proofs)
     }
 
@@ -136,6 +136,10 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PorepPartition<Tree> {
         cs: &mut RecordingCs<'_>,
     ) -> Result<(), SynthesisError> {
         self.circuit()?.synthesize(cs)
+    }
+
+    fn record_matrices(&self, cs: &mut MatrixCs) -> Option<Result<(), SynthesisError>> {
+        Some(self.record_in_parts(cs))
     }
 
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {

@@ -8,6 +8,7 @@ use blstrs::Scalar;
 
 use crate::cs::ArenaCs;
 use crate::pce::{RecordingCs, WitnessCs};
+use crate::setup::MatrixCs;
 use crate::shape::{CircuitShape, shape_of};
 
 /// A circuit ready to be synthesized once, into a partition's arena.
@@ -40,6 +41,13 @@ pub trait ProvableCircuit: Send {
         self: Box<Self>,
         cs: &mut RecordingCs<'_>,
     ) -> Result<(), SynthesisError>;
+    /// Records the circuit's matrices without values, its independent
+    /// parts in parallel ([`MatrixCs::record_parts`]), where the circuit
+    /// can: the first partition of a shape then records in seconds rather
+    /// than through full synthesis on one thread. `None` where it cannot.
+    fn record_matrices(&self, _cs: &mut MatrixCs) -> Option<Result<(), SynthesisError>> {
+        None
+    }
     /// A copy to synthesize again (to fall back from pre-compiled
     /// constraints that do not match), if the circuit can be copied.
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>>;

@@ -43,6 +43,11 @@ pub struct SynthReport {
     pub full_s: f64,
     /// Recording: full synthesis that records the matrices, once.
     pub record_s: f64,
+    /// The recording made from the matrices alone, the circuit's parts in
+    /// parallel (`ProvableCircuit::record_matrices`), where the circuit can.
+    pub record_parts_s: Option<f64>,
+    /// That recording equals full synthesis's, byte for byte.
+    pub record_parts_equal: Option<bool>,
     /// Witness-only synthesis (median).
     pub witness_s: f64,
     /// Each repetition's witness-only synthesis, in order (the first of a
@@ -177,7 +182,7 @@ impl SynthReport {
              arena per partition {:.2} GiB ({:.2} GiB with a, b, c on the device), recording {:.2} GiB ({} nonzero terms)\n\
              counting pass              {:>9.3} s\n\
              full synthesis             {:>9.3} s\n\
-             recording (once)           {:>9.3} s\n\
+             recording (once)           {:>9.3} s{}\n\
              witness-only synthesis     {:>9.3} s  (each: {})\n\
              {}A·z, B·z, C·z and check    {:>9.3} s\n\
              pre-compiled total         {:>9.3} s  ({:.3}x full synthesis)\n",
@@ -193,6 +198,18 @@ impl SynthReport {
             self.count_s,
             self.full_s,
             self.record_s,
+            match (self.record_parts_s, self.record_parts_equal) {
+                (Some(t), Some(eq)) => format!(
+                    "  (in parts: {t:.3} s, {:.1}x; {})",
+                    self.record_s / t,
+                    if eq {
+                        "the same recording"
+                    } else {
+                        "A DIFFERENT RECORDING"
+                    }
+                ),
+                _ => String::new(),
+            },
             self.witness_s,
             self.witness_each_s
                 .iter()
@@ -300,6 +317,18 @@ pub fn measure(
     let record_s = t.elapsed().as_secs_f64();
     let recording =
         Arc::new(recording.ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?);
+    let (mut record_parts_s, mut record_parts_equal) = (None, None);
+    {
+        let t = Instant::now();
+        let mut cs = crate::setup::MatrixCs::root();
+        if let Some(result) = make().record_matrices(&mut cs) {
+            result?;
+            let parts = crate::pce::recording_of(cs, 0)
+                .ok_or_else(|| anyhow::anyhow!("the circuit is too large to record"))?;
+            record_parts_s = Some(t.elapsed().as_secs_f64());
+            record_parts_equal = Some(parts.content() == recording.content());
+        }
+    }
     let (mut full_t, mut witness_t, mut eval_t) = (vec![], vec![], vec![]);
     let (mut gadgets_t, mut first_difference, mut compared) = (vec![], None, false);
     let mut first_difference_name = None;
@@ -409,6 +438,8 @@ pub fn measure(
             median(full_t)
         },
         record_s,
+        record_parts_s,
+        record_parts_equal,
         witness_each_s: witness_t.iter().map(Duration::as_secs_f64).collect(),
         witness_s: median(witness_t),
         witness_gadgets_s: (!gadgets_t.is_empty()).then(|| median(gadgets_t)),

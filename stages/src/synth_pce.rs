@@ -22,6 +22,7 @@ use crate::cs::{ArenaCs, CsError, Finished, Synthesized, check_finished, finish}
 use crate::partition::{PartitionLayout, PartitionWork};
 use crate::pce::{Mismatch, Origin, PceCache, Recording, RecordingCs, WitnessCs, check_rows};
 use crate::scalars::as_scalars;
+use crate::setup::MatrixCs;
 use crate::srs::SrsShape;
 use crate::synth::{begin, done, full, slices, take_circuit};
 
@@ -52,6 +53,12 @@ impl Stage<PartitionWork> for SynthPce {
             let view = cx.arena()?.view();
             self.cache.get_or_record(&srs, || {
                 let c = circuit.take().expect("the circuit is here until used");
+                // In parts where the circuit can; this partition then goes
+                // the pre-compiled route as every later one does.
+                if let Some(rec) = record_in_parts(&*c, srs.id()) {
+                    circuit = Some(c);
+                    return Some(rec);
+                }
                 let (result, rec) = record(c, slices(&view, &layout), &layout.shape, srs.id());
                 recorded = Some(result);
                 rec
@@ -113,6 +120,28 @@ impl SynthPce {
         }
         Ok(())
     }
+}
+
+/// The circuit's recording from its matrices recorded without values, its
+/// parts in parallel ([`ProvableCircuit::record_matrices`]), for the SRS
+/// `srs_id`; `None` where the circuit cannot, or that failed (with a
+/// warning: full synthesis records it instead).
+fn record_in_parts(circuit: &dyn ProvableCircuit, srs_id: u64) -> Option<Recording> {
+    let started = std::time::Instant::now();
+    let mut cs = MatrixCs::root();
+    if let Err(e) = circuit.record_matrices(&mut cs)? {
+        tracing::warn!(
+            "recording the circuit in parts failed ({e}); recording it through full synthesis"
+        );
+        return None;
+    }
+    let recording = crate::pce::recording_of(cs, srs_id)?;
+    tracing::info!(
+        constraints = recording.meta.constraints,
+        secs = started.elapsed().as_secs_f64(),
+        "recorded the circuit's matrices in parts"
+    );
+    Some(recording)
 }
 
 /// Full synthesis that records the matrices: the partition's result, and the

@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 pub use matrix::{ClassCounts, Codes, Csr, TABLE, powers_of_two};
 pub use names::aux_name;
-pub use record::RecordingCs;
+pub use record::{RecordingCs, recording_of};
 pub use store::{Meta, Recording};
 pub use witness::{PartDone, PartSize, Parts, WitnessCs, WitnessPart, synthesize_parts};
 

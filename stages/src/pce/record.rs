@@ -8,6 +8,7 @@ use super::Fingerprint;
 use super::matrix::Builder;
 use super::store::{Meta, Recording};
 use crate::cs::{ArenaCs, CsError, Synthesized};
+use crate::setup::MatrixCs;
 use crate::srs::SrsShape;
 
 /// Full synthesis that records the matrices on the way.
@@ -120,4 +121,54 @@ impl ConstraintSystem<Scalar> for RecordingCs<'_> {
     fn get_root(&mut self) -> &mut Self::Root {
         self
     }
+}
+
+/// The recording of a circuit recorded without values (a [`MatrixCs`]
+/// whose parts may have run in parallel, [`MatrixCs::record_parts`]): the
+/// matrices, densities and fingerprint full synthesis with [`RecordingCs`]
+/// records, made for the SRS `srs_id`; `None` if a matrix outgrew 32-bit
+/// row pointers.
+pub fn recording_of(cs: MatrixCs, srs_id: u64) -> Option<Recording> {
+    let (mut builder, n_inputs, n_aux, constraints, fingerprint) = cs.into_recorded();
+    if builder.overflowed() {
+        return None;
+    }
+    builder.finalize(n_inputs);
+    if builder.overflowed() {
+        return None;
+    }
+    let densities = densities_of(&builder, n_inputs, n_aux);
+    let meta = Meta {
+        srs_id,
+        fingerprint: fingerprint.value(),
+        n_inputs,
+        n_aux,
+        constraints,
+    };
+    Some(Recording::build(
+        meta,
+        &builder,
+        densities.each_ref().map(Vec::as_slice),
+    ))
+}
+
+/// The A-aux, B-input and B-aux density bitmaps full synthesis marks (a
+/// variable with a non-zero coefficient in A or B), from finalized
+/// matrices (columns: inputs, then aux).
+fn densities_of(b: &Builder, n_inputs: usize, n_aux: usize) -> [Vec<u64>; 3] {
+    let words = |bits: usize| vec![0u64; bits.div_ceil(64)];
+    let (mut a_aux, mut b_input, mut b_aux) = (words(n_aux), words(n_inputs), words(n_aux));
+    let set = |bits: &mut [u64], i: usize| bits[i / 64] |= 1 << (i % 64);
+    for &col in &b.mats[0].cols {
+        if let Some(j) = (col as usize).checked_sub(n_inputs) {
+            set(&mut a_aux, j);
+        }
+    }
+    for &col in &b.mats[1].cols {
+        match (col as usize).checked_sub(n_inputs) {
+            Some(j) => set(&mut b_aux, j),
+            None => set(&mut b_input, col as usize),
+        }
+    }
+    [a_aux, b_input, b_aux]
 }

@@ -201,6 +201,11 @@ impl Recording {
         }
     }
 
+    /// The recording's bytes as written (without the file's digest).
+    pub fn content(&self) -> &[u8] {
+        &self.data.bytes()[..self.sections.total]
+    }
+
     /// Writes the recording to `path`: a temp file made durable (fsync),
     /// renamed over, and the rename made durable too, so a power loss leaves
     /// the old file or the whole new one, never a torn one that every job
@@ -209,7 +214,7 @@ impl Recording {
         use std::io::Write;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         let mut file = std::fs::File::create(&tmp)?;
-        let body = &self.data.bytes()[..self.sections.total];
+        let body = self.content();
         file.write_all(body)?;
         file.write_all(&digest(body))?;
         file.sync_all()?;

@@ -7,8 +7,8 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar;
 
 use super::SetupError;
-use crate::pce::Parts;
 use crate::pce::matrix::{Builder, Codes, Csr};
+use crate::pce::{Fingerprint, Parts};
 
 /// A and B and C of a circuit, columns in the assignment's layout (inputs,
 /// then aux), with Groth16's input rows (`x_i · 0 = 0`, one per public
@@ -35,8 +35,7 @@ impl Matrices {
     pub fn record_with(
         synthesize: impl FnOnce(&mut MatrixCs) -> Result<(), SynthesisError>,
     ) -> Result<Self, SetupError> {
-        let mut cs = MatrixCs::part(0, 0, false);
-        cs.n_inputs = 1;
+        let mut cs = MatrixCs::root();
         synthesize(&mut cs)?;
         let MatrixCs {
             mut builder,
@@ -107,11 +106,22 @@ pub struct MatrixCs {
     n_inputs: usize,
     n_aux: usize,
     rows: usize,
+    /// The sequence of allocations and constraints, as the prover's
+    /// recording fingerprints it.
+    fingerprint: Fingerprint,
     /// Counts only (a part's sizes, learned before the parts are placed).
     counting: bool,
 }
 
 impl MatrixCs {
+    /// A whole circuit's system: the constant one allocated.
+    pub fn root() -> Self {
+        let mut cs = Self::part(0, 0, false);
+        cs.n_inputs = 1;
+        cs.fingerprint.alloc_input();
+        cs
+    }
+
     fn part(inputs_base: usize, aux_base: usize, counting: bool) -> Self {
         Self {
             builder: Builder::default(),
@@ -120,8 +130,22 @@ impl MatrixCs {
             n_inputs: 0,
             n_aux: 0,
             rows: 0,
+            fingerprint: Fingerprint::default(),
             counting,
         }
+    }
+
+    /// What was recorded: the rows (as enforced: no input rows, not
+    /// finalized), inputs (the one included), aux variables, constraints
+    /// and the fingerprint.
+    pub(crate) fn into_recorded(self) -> (Builder, usize, usize, usize, Fingerprint) {
+        (
+            self.builder,
+            self.n_inputs,
+            self.n_aux,
+            self.rows,
+            self.fingerprint,
+        )
     }
 
     /// Records `items` by `parts` in parallel, as if synthesized here one
@@ -167,6 +191,7 @@ impl MatrixCs {
                 ))));
             }
             self.builder.append(part.builder);
+            self.fingerprint = self.fingerprint.then(part.fingerprint);
             self.n_inputs += n_inputs;
             self.n_aux += n_aux;
             self.rows += part.rows;
@@ -185,6 +210,7 @@ impl ConstraintSystem<Scalar> for MatrixCs {
         AR: Into<String>,
     {
         self.n_aux += 1;
+        self.fingerprint.alloc();
         Ok(Variable::new_unchecked(Index::Aux(
             self.aux_base + self.n_aux - 1,
         )))
@@ -197,6 +223,7 @@ impl ConstraintSystem<Scalar> for MatrixCs {
         AR: Into<String>,
     {
         self.n_inputs += 1;
+        self.fingerprint.alloc_input();
         Ok(Variable::new_unchecked(Index::Input(
             self.inputs_base + self.n_inputs - 1,
         )))
@@ -211,6 +238,7 @@ impl ConstraintSystem<Scalar> for MatrixCs {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.rows += 1;
+        self.fingerprint.enforce();
         if self.counting {
             return;
         }
