@@ -708,6 +708,8 @@ fn a_sector_with_32gib_layers_gets_the_gadgets_witness_natively() {
 /// to the wrong constraints.
 #[test]
 fn a_porep_partition_records_in_parts_what_full_synthesis_records() {
+    // Before synthesis reads Filecoin's settings: the cache the other tests use.
+    cuzk::filecoin::params::use_cache(Some(&common::fil::param_cache())).unwrap();
     for (size, layers, challenges) in [(2048u64, 2, 2), (16 << 10, 11, 2)] {
         let work = tempfile::tempdir().unwrap();
         let shaped =
