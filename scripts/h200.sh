@@ -127,10 +127,21 @@ soak32)
       "$bin/cuzk" fil params --sector-size 32GiB --kinds winning --device gpu --dir /tmp/fil-32g 2>&1 | tail -3 \
       && touch /tmp/fil-32g/winning-done; }
   ls -la /tmp/fil-32g
+  # The daemon's waterfall and metrics from its status page, twice while
+  # the backlog runs (where WinningPoSt's time goes under PoRep load).
+  soak_s=${SOAK:-200s}; soak_s=${soak_s%s}
+  for at in $(( soak_s / 2 + 60 )) $(( soak_s + 50 )); do
+    ( sleep $at; python3 -c "
+import urllib.request as u
+for path, name in (('/waterfall.svg', 'waterfall.svg'), ('/metrics', 'metrics.txt')):
+    open('$out/soak32-$at-' + name, 'wb').write(u.urlopen('http://127.0.0.1:9821' + path, timeout=20).read())
+" 2>&1 | tail -1 ) &
+  done
   env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu CUZK_ARENAS__COUNT=${ARENAS:-2} \
+      CUZK_DAEMON__STATUS_LISTEN=127.0.0.1:9821 RUST_LOG=warn,cuzk_stages=info \
       timeout $(( $(left) - 10 )) /usr/bin/time -f "soak: %e s, peak RSS %M KiB" "$bin/cuzk" soak --fixtures /tmp/syn32 \
-      --duration ${SOAK:-200s} --winning-every ${WINNING_EVERY:-15s} --window-burst 0 --porep-backlog ${BACKLOG:-2} \
-      --restart-every 0s --grace 90s --json "$out/soak32.json" 2>&1 | tail -30
+      --duration ${soak_s}s --winning-every ${WINNING_EVERY:-15s} --window-burst 0 --porep-backlog ${BACKLOG:-2} \
+      --restart-every 0s --grace ${GRACE:-150s} --json "$out/soak32.json" 2>&1 | tail -30
   cp /tmp/cuzk-soak-*.log "$out/" 2>/dev/null
   grep -E "WARN|ERROR" /tmp/cuzk-soak-*.log | cut -c1-300 | tail -10
   ;;

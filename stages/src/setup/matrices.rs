@@ -152,9 +152,11 @@ impl MatrixCs {
     /// after another: one item's parts are counted first (in parallel), so
     /// every part of every item knows where its variables are numbered from
     /// before any runs, and a part may use variables of the parts before it
-    /// (a challenge's labels use its parents' columns). Parts are then
-    /// appended in order. An item whose parts allocate other than the first
-    /// item's did fails the recording.
+    /// (a challenge's labels use its parents' columns). Items run in batches
+    /// ([`ITEMS_PER_BATCH`]) whose parts are appended in order before the
+    /// next batch runs, so the parts held at once are a batch's. An item
+    /// whose parts allocate other than the first item's did fails the
+    /// recording.
     pub fn record_parts<T: Parts>(
         &mut self,
         parts: &T,
@@ -167,38 +169,63 @@ impl MatrixCs {
         let mut counted: Vec<MatrixCs> = (0..per).map(|_| Self::part(0, 0, true)).collect();
         parts.run(std::slice::from_ref(first), &mut counted)?;
         let sizes: Vec<(usize, usize)> = counted.iter().map(|p| (p.n_inputs, p.n_aux)).collect();
-        let (mut inputs, mut aux) = (self.inputs_base + self.n_inputs, self.aux_base + self.n_aux);
-        let mut placed = Vec::with_capacity(per * items.len());
-        for _ in items {
-            for &(n_inputs, n_aux) in &sizes {
-                placed.push(Self::part(inputs, aux, self.counting));
-                inputs += n_inputs;
-                aux += n_aux;
+        for (b, batch) in items.chunks(ITEMS_PER_BATCH).enumerate() {
+            let (mut inputs, mut aux) =
+                (self.inputs_base + self.n_inputs, self.aux_base + self.n_aux);
+            let mut placed = Vec::with_capacity(per * batch.len());
+            for _ in batch {
+                for &(n_inputs, n_aux) in &sizes {
+                    placed.push(Self::part(inputs, aux, self.counting));
+                    inputs += n_inputs;
+                    aux += n_aux;
+                }
             }
-        }
-        parts.run(items, &mut placed)?;
-        for (k, (part, &(n_inputs, n_aux))) in
-            placed.into_iter().zip(sizes.iter().cycle()).enumerate()
-        {
-            if (part.n_inputs, part.n_aux) != (n_inputs, n_aux) {
-                return Err(SynthesisError::IoError(std::io::Error::other(format!(
-                    "recording in parts: part {} of item {} allocated {} inputs and {} aux \
-                     variables, the first item's {n_inputs} and {n_aux}",
-                    k % per,
-                    k / per,
-                    part.n_inputs,
-                    part.n_aux,
-                ))));
+            parts.run(batch, &mut placed)?;
+            if b == 0 {
+                // Room for every item at once, from the first batch's (items
+                // are alike): growing by doubling instead would hold up to
+                // twice the matrices (~8 GB at 32 GiB) for a moment.
+                let scale = |n: usize| n / batch.len() * items.len() + n / 64;
+                for m in 0..3 {
+                    let (terms, rows) = placed.iter().fold((0, 0), |(t, r), p| {
+                        let mat = &p.builder.mats[m];
+                        (t + mat.cols.len(), r + mat.row_ptr.len() - 1)
+                    });
+                    let mine = &mut self.builder.mats[m];
+                    mine.cols.reserve(scale(terms));
+                    mine.codes.reserve(scale(terms));
+                    mine.row_ptr.reserve(scale(rows));
+                }
             }
-            self.builder.append(part.builder);
-            self.fingerprint = self.fingerprint.then(part.fingerprint);
-            self.n_inputs += n_inputs;
-            self.n_aux += n_aux;
-            self.rows += part.rows;
+            for (k, (part, &(n_inputs, n_aux))) in
+                placed.into_iter().zip(sizes.iter().cycle()).enumerate()
+            {
+                if (part.n_inputs, part.n_aux) != (n_inputs, n_aux) {
+                    return Err(SynthesisError::IoError(std::io::Error::other(format!(
+                        "recording in parts: part {} of item {} allocated {} inputs and {} aux \
+                         variables, the first item's {n_inputs} and {n_aux}",
+                        k % per,
+                        b * ITEMS_PER_BATCH + k / per,
+                        part.n_inputs,
+                        part.n_aux,
+                    ))));
+                }
+                self.builder.append(part.builder);
+                self.fingerprint = self.fingerprint.then(part.fingerprint);
+                self.n_inputs += n_inputs;
+                self.n_aux += n_aux;
+                self.rows += part.rows;
+            }
         }
         Ok(())
     }
 }
+
+/// Items [`MatrixCs::record_parts`] runs at once: a 32 GiB PoRep
+/// partition's 18 challenges go in five batches of up to 56 parts (14 a
+/// challenge) for 16 cores, holding ~2 GB of parts rather than the ~8 GB
+/// of all of them.
+pub const ITEMS_PER_BATCH: usize = 4;
 
 impl ConstraintSystem<Scalar> for MatrixCs {
     type Root = Self;
