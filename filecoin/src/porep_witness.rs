@@ -499,6 +499,24 @@ fn known_sizes() -> &'static Mutex<HashMap<ShapeKey, Vec<PartSize>>> {
     SIZES.get_or_init(Default::default)
 }
 
+/// The prelude into `cs`, and the challenges (with their layers) whose
+/// parts follow it.
+#[allow(clippy::type_complexity)]
+fn prelude_and_challenges<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
+    proofs: &[VanillaProof<Tree, G>],
+) -> Result<(Shared, Vec<Challenge<Tree>>, usize), SynthesisError> {
+    let first = proofs.first().ok_or(SynthesisError::Unsatisfiable)?;
+    let shared = prelude(cs, pub_in, first)?;
+    let challenges = proofs
+        .par_iter()
+        .map(Challenge::of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let layers = challenges[0].drg.first().map_or(0, |o| o.rows.len());
+    Ok((shared, challenges, layers))
+}
+
 /// A partition's witness: the prelude here, the challenges' parts in
 /// parallel, the hashing by `route`.
 pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
@@ -508,13 +526,7 @@ pub(crate) fn witness<Tree: 'static + MerkleTreeTrait>(
     proofs: &[VanillaProof<Tree, G>],
     route: Route,
 ) -> Result<(), SynthesisError> {
-    let first = proofs.first().ok_or(SynthesisError::Unsatisfiable)?;
-    let shared = prelude(&mut *cs, pub_in, first)?;
-    let challenges = proofs
-        .par_iter()
-        .map(Challenge::of)
-        .collect::<Result<Vec<_>, _>>()?;
-    let layers = challenges[0].drg.first().map_or(0, |o| o.rows.len());
+    let (shared, challenges, layers) = prelude_and_challenges(&mut *cs, pub_in, proofs)?;
     let key = (TypeId::of::<Tree>(), nodes, layers);
     let known = known_sizes()
         .lock()
@@ -546,13 +558,7 @@ pub(crate) fn record_matrices<Tree: 'static + MerkleTreeTrait>(
     pub_in: &stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, <G as Hasher>::Domain>,
     proofs: &[VanillaProof<Tree, G>],
 ) -> Result<(), SynthesisError> {
-    let first = proofs.first().ok_or(SynthesisError::Unsatisfiable)?;
-    let shared = prelude(&mut *cs, pub_in, first)?;
-    let challenges = proofs
-        .par_iter()
-        .map(Challenge::of)
-        .collect::<Result<Vec<_>, _>>()?;
-    let layers = challenges[0].drg.first().map_or(0, |o| o.rows.len());
+    let (shared, challenges, layers) = prelude_and_challenges(&mut *cs, pub_in, proofs)?;
     let parts = ChallengeParts::<Tree> {
         shared: &shared,
         per: parts_per_challenge(layers),

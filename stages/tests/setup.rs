@@ -166,6 +166,32 @@ fn an_unconstrained_variable_is_named() {
 
 /// The device's multiples against the CPU's, for every window the setup
 /// picks at these sizes, G1 and G2, and whole parameter files from both.
+/// `scalars`' multiples of a random point on the device, in chunks of
+/// 150,001 (both streams in turn, the last short), equal the CPU's.
+fn chunks_agree<G>(device: i32, rng: &mut rand::rngs::StdRng, scalars: &[Scalar], group: &str)
+where
+    G: cuzk_stages::setup::SetupCurve,
+    G::Affine: Send + Sync + PartialEq,
+{
+    use group::prime::PrimeCurveAffine;
+    let table = cuzk_stages::setup::FixedBase::with_window(G::random(rng), 16);
+    let (mut gpu, mut cpu) = (
+        vec![G::Affine::identity(); scalars.len()],
+        vec![G::Affine::identity(); scalars.len()],
+    );
+    cuzk_gpu::fixed_base::fixed_base_mul_in_chunks::<G::Gpu>(
+        device,
+        table.table(),
+        16,
+        scalars,
+        &mut gpu,
+        150_001,
+    )
+    .unwrap_or_else(|e| panic!("{group} in chunks on the device: {e}"));
+    table.mul_many_on_cpu(scalars, &mut cpu);
+    assert!(gpu == cpu, "{group} multiples in chunks differ");
+}
+
 #[test]
 fn gpu_setup_equals_cpu_setup() {
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
@@ -227,38 +253,8 @@ fn gpu_setup_equals_cpu_setup() {
         many[i] = Scalar::ZERO;
     }
     many.extend_from_slice(&scalars);
-    let t1 = FixedBase::with_window(G1Projective::random(&mut rng), 16);
-    let (mut gpu, mut cpu) = (
-        vec![G1Affine::identity(); many.len()],
-        vec![G1Affine::identity(); many.len()],
-    );
-    cuzk_gpu::fixed_base::fixed_base_mul_in_chunks::<cuzk_gpu::fixed_base::G1>(
-        device,
-        t1.table(),
-        16,
-        &many,
-        &mut gpu,
-        150_001,
-    )
-    .expect("G1 in chunks on the device");
-    t1.mul_many_on_cpu(&many, &mut cpu);
-    assert!(gpu == cpu, "G1 multiples in chunks differ");
-    let t2 = FixedBase::with_window(G2Projective::random(&mut rng), 16);
-    let (mut gpu, mut cpu) = (
-        vec![G2Affine::identity(); many.len()],
-        vec![G2Affine::identity(); many.len()],
-    );
-    cuzk_gpu::fixed_base::fixed_base_mul_in_chunks::<cuzk_gpu::fixed_base::G2>(
-        device,
-        t2.table(),
-        16,
-        &many,
-        &mut gpu,
-        150_001,
-    )
-    .expect("G2 in chunks on the device");
-    t2.mul_many_on_cpu(&many, &mut cpu);
-    assert!(gpu == cpu, "G2 multiples in chunks differ");
+    chunks_agree::<G1Projective>(device, &mut rng, &many, "G1");
+    chunks_agree::<G2Projective>(device, &mut rng, &many, "G2");
     let t = toxic(3);
     let (on_gpu, _) =
         generate_timed(Workload::Sha256.blank(16), &t, Device::Gpu(device as usize)).unwrap();
