@@ -506,6 +506,79 @@ fn srs_bytes(kind: ProofKind) -> u64 {
         .memory_bytes() as u64
 }
 
+/// A PoRep admitted alone beyond the memory budget (as a 32 GiB PoRep is
+/// on a 128 GiB host) leaves WinningPoSt the room held back for PoSt: the
+/// WinningPoSt is admitted and proves while the PoRep still runs (here it
+/// hangs in synthesis until cancelled), instead of waiting for it to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_porep_beyond_the_budget_leaves_winning_post_its_reserve() {
+    use cuzk::faults::{Fault, FaultKind};
+    fixtures();
+    let (porep, winning) = (
+        partition_bytes(ProofKind::Porep),
+        partition_bytes(ProofKind::WinningPost),
+    );
+    let srs = srs_bytes(ProofKind::Porep) + srs_bytes(ProofKind::WinningPost);
+    let mut cfg = config("127.0.0.1:0");
+    // Half a PoRep partition beside the parameters: the PoRep gets in only
+    // because nothing else holds memory. A quarter of the budget (the
+    // reserve's bound) still holds a WinningPoSt.
+    let budget = srs + porep / 2;
+    assert!(budget / 4 >= winning, "the reserve holds a WinningPoSt");
+    cfg.memory.budget = cuzk::config::ByteSize(budget);
+    let options = cuzk::EngineOptions {
+        faults: vec![Fault {
+            stage: "synth".into(),
+            job: "porep-beyond".into(),
+            kind: FaultKind::HangUntilCancel,
+        }],
+        ..Default::default()
+    };
+    let running = start(cfg, options).await.unwrap();
+    let mut c = connect(&running.listen.to_string(), None).await.unwrap();
+    let core = running.core.clone();
+    let id = "porep-beyond-1000";
+    c.submit_proof(req(ProofKind::Porep, id)).await.unwrap();
+    while !core.jobs.get(id).unwrap().is_running() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Without the reserve it would wait for the PoRep, which never ends.
+    let r = tokio::time::timeout(
+        Duration::from_secs(120),
+        prove(&mut c, req(ProofKind::WinningPost, "winpost-1000-beside")),
+    )
+    .await
+    .expect("the WinningPoSt is admitted beside the PoRep, not after it");
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(verify::winning(&r.proof));
+    assert!(
+        core.jobs.get(id).unwrap().is_running(),
+        "the PoRep still runs: the WinningPoSt did not wait for it"
+    );
+    c.cancel_proof(proto::CancelProofRequest { job_id: id.into() })
+        .await
+        .unwrap();
+    let r = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: id.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.status,
+        AwaitStatus::Cancelled as i32,
+        "{}",
+        r.error_message
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
     fixtures();

@@ -317,6 +317,9 @@ pub struct DaemonConfig {
     /// Host memory that seals (PoRep, SnapDeals) leave free for WindowPoSt
     /// and WinningPoSt, so a proof with a chain deadline is admitted beside
     /// running seals; at most a quarter of the memory budget is held back.
+    /// A PoSt that fits what other PoSt in flight leave of it is admitted
+    /// whatever else holds memory, a seal admitted alone beyond the budget
+    /// (a 32 GiB PoRep on a 128 GiB host) included.
     pub reserve_post: ByteSize,
 }
 

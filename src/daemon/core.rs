@@ -71,6 +71,8 @@ pub struct Core {
     reserve_post: u64,
     /// Host bytes admitted jobs hold.
     pub in_flight: AtomicU64,
+    /// Of `in_flight`, what PoSt jobs hold.
+    post_in_flight: AtomicU64,
     pub started: Instant,
     pub completed: AtomicU64,
     pub failed: AtomicU64,
@@ -139,6 +141,7 @@ impl Core {
             budget,
             reserve_post: config.daemon.reserve_post.bytes().min(budget / 4),
             in_flight: AtomicU64::new(0),
+            post_in_flight: AtomicU64::new(0),
             started: Instant::now(),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -474,7 +477,12 @@ impl Core {
             room.saturating_sub(self.reserve_post)
         };
         let held = self.in_flight.load(Ordering::SeqCst);
-        if held > 0 && held + bytes > limit {
+        // PoSt also fits in the room held back for it, whatever else holds:
+        // a PoRep admitted alone beyond the budget (32 GiB partitions on a
+        // 128 GiB host) must not make a WinningPoSt wait for it to end.
+        let in_reserve =
+            post && self.post_in_flight.load(Ordering::SeqCst) + bytes <= self.reserve_post;
+        if held > 0 && held + bytes > limit && !in_reserve {
             *blocked = true;
             return;
         }
@@ -560,6 +568,9 @@ impl Core {
         }
         *job.bytes.lock().unwrap() = bytes;
         self.in_flight.fetch_add(bytes, Ordering::SeqCst);
+        if job.kind.is_post() {
+            self.post_in_flight.fetch_add(bytes, Ordering::SeqCst);
+        }
         let srs_load = job
             .srs_wait_from
             .lock()
@@ -693,6 +704,11 @@ struct Admitted {
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.core.in_flight.fetch_sub(self.bytes, Ordering::SeqCst);
+        if self.job.kind.is_post() {
+            self.core
+                .post_in_flight
+                .fetch_sub(self.bytes, Ordering::SeqCst);
+        }
         if self.job.outcome().is_none() {
             let why = "the daemon's completion task for this job stopped unexpectedly (a panic; see the daemon's log)";
             tracing::error!(job = %self.job.id, "{why}");
