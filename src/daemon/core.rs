@@ -125,10 +125,12 @@ impl Core {
         let mut engine_config = config.clone();
         engine_config.memory.budget = cuzk_config::ByteSize(0);
         let engine = Engine::with_options(engine_config, options)?;
+        // A job's partitions hold host memory only while they hold arenas.
         let partitions_in_flight = engine
             .graph()
             .max_in_flight(engine.backend().devices)
             .unwrap_or(usize::MAX)
+            .min(engine.arena_stats().count)
             .max(1);
         let core = Arc::new(Self {
             engine,
