@@ -37,6 +37,19 @@ async fn daemon(c: cuzk::config::Config) -> (Running, Client) {
     (running, client)
 }
 
+/// Engine options with one fault drill: `kind` at `stage` for jobs whose
+/// id contains `job`.
+fn one_fault(stage: &str, job: &str, kind: cuzk::faults::FaultKind) -> cuzk::EngineOptions {
+    cuzk::EngineOptions {
+        faults: vec![cuzk::faults::Fault {
+            stage: stage.into(),
+            job: job.into(),
+            kind,
+        }],
+        ..Default::default()
+    }
+}
+
 fn req(kind: ProofKind, id: &str) -> SubmitProofRequest {
     request_from_fixtures(&fixtures().1, kind, id, Priority::Unspecified).unwrap()
 }
@@ -512,7 +525,7 @@ fn srs_bytes(kind: ProofKind) -> u64 {
 /// hangs in synthesis until cancelled), instead of waiting for it to end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_porep_beyond_the_budget_leaves_winning_post_its_reserve() {
-    use cuzk::faults::{Fault, FaultKind};
+    use cuzk::faults::FaultKind;
     fixtures();
     let (porep, winning) = (
         partition_bytes(ProofKind::Porep),
@@ -526,14 +539,7 @@ async fn a_porep_beyond_the_budget_leaves_winning_post_its_reserve() {
     let budget = srs + porep / 2;
     assert!(budget / 4 >= winning, "the reserve holds a WinningPoSt");
     cfg.memory.budget = cuzk::config::ByteSize(budget);
-    let options = cuzk::EngineOptions {
-        faults: vec![Fault {
-            stage: "synth".into(),
-            job: "porep-beyond".into(),
-            kind: FaultKind::HangUntilCancel,
-        }],
-        ..Default::default()
-    };
+    let options = one_fault("synth", "porep-beyond", FaultKind::HangUntilCancel);
     let running = start(cfg, options).await.unwrap();
     let mut c = connect(&running.listen.to_string(), None).await.unwrap();
     let core = running.core.clone();
@@ -1742,16 +1748,9 @@ async fn grpc_health_becomes(running: &Running, status: ServingStatus) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn device_faults_in_a_row_are_reported_until_a_job_completes() {
     use cuzk::daemon::health::UNHEALTHY_AFTER;
-    use cuzk::faults::{Fault, FaultKind};
+    use cuzk::faults::FaultKind;
     fixtures();
-    let options = cuzk::EngineOptions {
-        faults: vec![Fault {
-            stage: "gpu_ntt_msm".into(),
-            job: "wedged-".into(),
-            kind: FaultKind::DeviceFault,
-        }],
-        ..Default::default()
-    };
+    let options = one_fault("gpu_ntt_msm", "wedged-", FaultKind::DeviceFault);
     let running = start(config("127.0.0.1:0"), options).await.unwrap();
     let mut c = connect(&running.listen.to_string(), None).await.unwrap();
     grpc_health_becomes(&running, ServingStatus::Serving).await;
