@@ -49,7 +49,8 @@ pub struct ArenaCs<'a> {
     error: Option<CsError>,
 }
 
-fn set_bit(bits: &mut [u64], i: usize) {
+/// Sets bit `i` of a density bitmap.
+pub(crate) fn set_bit(bits: &mut [u64], i: usize) {
     bits[i / 64] |= 1 << (i % 64);
 }
 

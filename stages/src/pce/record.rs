@@ -7,7 +7,7 @@ use blstrs::Scalar;
 use super::Fingerprint;
 use super::matrix::Builder;
 use super::store::{Meta, Recording};
-use crate::cs::{ArenaCs, CsError, Synthesized};
+use crate::cs::{ArenaCs, CsError, Synthesized, set_bit};
 use crate::setup::MatrixCs;
 use crate::srs::SrsShape;
 
@@ -158,16 +158,15 @@ pub fn recording_of(cs: MatrixCs, srs_id: u64) -> Option<Recording> {
 fn densities_of(b: &Builder, n_inputs: usize, n_aux: usize) -> [Vec<u64>; 3] {
     let words = |bits: usize| vec![0u64; bits.div_ceil(64)];
     let (mut a_aux, mut b_input, mut b_aux) = (words(n_aux), words(n_inputs), words(n_aux));
-    let set = |bits: &mut [u64], i: usize| bits[i / 64] |= 1 << (i % 64);
     for &col in &b.mats[0].cols {
         if let Some(j) = (col as usize).checked_sub(n_inputs) {
-            set(&mut a_aux, j);
+            set_bit(&mut a_aux, j);
         }
     }
     for &col in &b.mats[1].cols {
         match (col as usize).checked_sub(n_inputs) {
-            Some(j) => set(&mut b_aux, j),
-            None => set(&mut b_input, col as usize),
+            Some(j) => set_bit(&mut b_aux, j),
+            None => set_bit(&mut b_input, col as usize),
         }
     }
     [a_aux, b_input, b_aux]
