@@ -84,7 +84,8 @@ p32)
       | tee "$out/setup_test.txt"
   grep -q "test result: ok. 1 passed" "$out/setup_test.txt" && dev=gpu
   # The device-memory wait (a partition whose buffers do not fit yet waits).
-  [ -x "$bin/gpu_proofs" ] && timeout 120 "$bin/gpu_proofs" --test-threads 1 a_partition_waits 2>&1 \
+  # MSM tables give their memory up to partition buffers and matrices.
+  [ -x "$bin/gpu_proofs" ] && timeout 120 "$bin/gpu_proofs" --test-threads 1 a_partition_waits msm_tables_give_way 2>&1 \
       | grep -E "^test |test result|panicked"
   if [ ! -f /tmp/fil-32g/done ]; then
     rm -rf /tmp/fil-32g
@@ -109,7 +110,7 @@ porep32)
   env $gpu_env RUST_LOG=warn,cuzk_stages=info CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu \
       CUZK_ARENAS__COUNT=${ARENAS:-2} timeout $(( $(left) - 15 )) /usr/bin/time -f "bench: %e s, peak RSS %M KiB" \
       "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json --miner 1000 -c ${PROOFS:-3} -j ${JOBS:-1} \
-      --warmup ${WARMUP:-1} --waterfall "$out/wf/porep32" > "$out/porep32.log" 2>&1
+      --warmup ${WARMUP:-1} --waterfall "$out/wf/porep32" --timeline "$out/porep32.timeline" > "$out/porep32.log" 2>&1
   kill $smi 2>/dev/null
   grep -v "INFO" "$out/porep32.log" | cut -c1-300 | tail -40
   grep "INFO" "$out/porep32.log" | cut -c1-300 | head -12

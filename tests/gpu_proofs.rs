@@ -163,6 +163,61 @@ async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
     engine.shutdown().await;
 }
 
+/// MSM tables are a cache: where they hold the memory a partition's buffers
+/// and the pre-compiled matrices need (a daemon whose WinningPoSt SRS took
+/// the room a 32 GiB PoRep's matrices need), the device gives them up, and
+/// a, b and c are still evaluated on the device, never on the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn msm_tables_give_way_to_partition_buffers_and_matrices() {
+    let Some(mut config) = gpu_config("pce_gpu") else {
+        return;
+    };
+    let (log_size, partitions) = (14, 4);
+    let srs = common::srs(Workload::Chain, log_size);
+    let buffers = cuzk::stages::gpu::partition_device_bytes(&srs.shape(), false);
+    let lengths = srs.query_lens();
+    // Every copy of every query's table, and a MiB beside it: nothing else
+    // fits until the tables go.
+    let tables = cuzk::stages::gpu::planned_bytes(
+        lengths,
+        &cuzk::stages::gpu::plan_tables(lengths, usize::MAX),
+    );
+    let matrices = 64 << 20;
+    assert!(
+        tables > buffers + matrices,
+        "the tables ({tables} bytes) hold the room of a partition's buffers ({buffers}) and the matrices"
+    );
+    config.gpu.msm_tables = true;
+    config.gpu.msm_table_budget = ByteSize(tables as u64);
+    config.gpu.partition_buffers = cuzk::config::PartitionBuffers::Full;
+    let srs_bytes = cuzk::stages::gpu::srs_device_bytes(&srs);
+    config.gpu.vram_budget = ByteSize((srs_bytes + tables + (1 << 20)) as u64);
+    let engine = Engine::from_config(config).unwrap();
+    let mut sources = Vec::new();
+    for seed in 0..2 {
+        let out = engine
+            .submit(chain_job(&srs, log_size, partitions, seed))
+            .await
+            .unwrap();
+        out.verify(&srs).unwrap();
+        let notes = out.partitions.iter().flat_map(|p| &p.timings);
+        sources.extend(notes.filter_map(|t| t.note("abc_source").map(str::to_string)));
+    }
+    assert_eq!(sources.len(), 2 * partitions as usize, "{sources:?}");
+    assert!(
+        sources.iter().all(|s| s != "host") && sources.iter().any(|s| s == "device"),
+        "a, b and c from the matrices on the device: {sources:?}"
+    );
+    let retried: u64 = engine
+        .status()
+        .nodes
+        .iter()
+        .map(|n| n.retried + n.failed)
+        .sum();
+    assert_eq!(retried, 0, "no partition failed for want of memory");
+    engine.shutdown().await;
+}
+
 /// Proves two sha256 jobs of three partitions under `config` (every proof
 /// verified) and checks each partition was staged once, noting `srs` and
 /// `buffers`, holding its buffers (`compact` or full) and `chunks` bytes.

@@ -103,7 +103,7 @@ impl GpuDevice {
     pub fn resident_bytes(&self) -> usize {
         let mut r = self.resident.lock().unwrap();
         r.0.retain(|(w, _)| w.strong_count() > 0);
-        r.0.iter().map(|(_, d)| d.bytes + d.tables.bytes()).sum()
+        r.0.iter().map(|(_, d)| d.bytes + d.tables().bytes()).sum()
     }
 
     /// Device bytes of `srs`'s resident copy here (0 if it is not resident),
@@ -113,7 +113,7 @@ impl GpuDevice {
             .lock()
             .unwrap()
             .get(srs)
-            .map_or(0, |d| d.bytes + d.tables.bytes())
+            .map_or(0, |d| d.bytes + d.tables().bytes())
     }
 
     /// Device bytes of the MSM tables beside `srs`'s resident copy here.
@@ -122,7 +122,7 @@ impl GpuDevice {
             .lock()
             .unwrap()
             .get(srs)
-            .map_or(0, |d| d.tables.bytes())
+            .map_or(0, |d| d.tables().bytes())
     }
 
     /// Device bytes of the pre-compiled matrices resident here.
@@ -132,11 +132,41 @@ impl GpuDevice {
         r.0.iter().map(|(_, d)| d.bytes).sum()
     }
 
+    /// Gives up the MSM tables beside every resident SRS here (each freed
+    /// once no partition in flight uses it): tables only speed MSMs up, and
+    /// the memory is worth more to what needs it (pre-compiled matrices, an
+    /// SRS, partition buffers). False if there were none, or if the resident
+    /// set is busy (an SRS going resident holds it; it gives tables up itself).
+    pub(super) fn drop_tables(&self, what: &str) -> bool {
+        match self.resident.try_lock() {
+            Ok(r) => give_up_tables(&r, self.ordinal, what),
+            Err(_) => false,
+        }
+    }
+
     /// Forgets the resident copy of `srs` (freed once no partition uses it);
     /// the bytes it held, if it was resident.
     pub fn evict(&self, srs: &Arc<Srs>) -> Option<usize> {
         self.resident.lock().unwrap().remove(srs).map(|d| d.bytes)
     }
+}
+
+/// [`GpuDevice::drop_tables`] over the resident set the caller holds.
+fn give_up_tables(resident: &PerSrs<Arc<DeviceSrs>>, device: i32, what: &str) -> bool {
+    let mut bytes = 0;
+    for (_, d) in &resident.0 {
+        let mut t = d.tables.lock().unwrap();
+        bytes += t.bytes();
+        *t = Arc::new(SrsTables::default());
+    }
+    if bytes > 0 {
+        tracing::info!(
+            device,
+            bytes,
+            "MSM tables given up for {what} (freed as partitions in flight finish)"
+        );
+    }
+    bytes > 0
 }
 
 /// What the GPU stages share: the devices and where SRS points live.
@@ -185,8 +215,9 @@ pub struct DeviceSrs {
     b_g1: DeviceBuffer,
     b_g2: DeviceBuffer,
     bytes: usize,
-    /// Fixed-base MSM tables (resident copies only).
-    tables: SrsTables,
+    /// Fixed-base MSM tables (resident copies only); given up when the
+    /// device needs the memory.
+    tables: Mutex<Arc<SrsTables>>,
     _reservation: Reservation,
 }
 
@@ -195,7 +226,24 @@ pub fn srs_device_bytes(srs: &Srs) -> usize {
     tables::points_bytes(srs.query_lens())
 }
 
+impl SlotSrs {
+    /// The MSM tables as they are now (none for a streamed SRS), for the
+    /// MSMs about to run: a device that gives them up meanwhile frees them
+    /// once these are done.
+    pub(super) fn tables(&self) -> Arc<SrsTables> {
+        match self {
+            SlotSrs::Resident(d) => d.tables(),
+            SlotSrs::Host(_) => Arc::new(SrsTables::default()),
+        }
+    }
+}
+
 impl DeviceSrs {
+    /// The tables as they are now.
+    fn tables(&self) -> Arc<SrsTables> {
+        self.tables.lock().unwrap().clone()
+    }
+
     fn upload(stream: &Stream, srs: &Srs, reservation: Reservation) -> anyhow::Result<Self> {
         let s = Self {
             h: DeviceBuffer::upload(stream, &srs.h)?,
@@ -204,7 +252,7 @@ impl DeviceSrs {
             b_g1: DeviceBuffer::upload(stream, &srs.b_g1)?,
             b_g2: DeviceBuffer::upload(stream, &srs.b_g2)?,
             bytes: srs_device_bytes(srs),
-            tables: SrsTables::default(),
+            tables: Mutex::new(Arc::new(SrsTables::default())),
             _reservation: reservation,
         };
         // Other leases' streams read a resident copy: it must be complete
@@ -251,7 +299,14 @@ impl GpuContext {
             if let Some(d) = cache.get(srs) {
                 return Ok(SlotSrs::Resident(d.clone()));
             }
-            match dev.reserve(bytes, "the resident SRS") {
+            let what = "the resident SRS";
+            let reserved = dev.reserve(bytes, what).or_else(|e| {
+                match give_up_tables(&cache, dev.ordinal, what) {
+                    true => dev.reserve(bytes, what),
+                    false => Err(e),
+                }
+            });
+            match reserved {
                 Ok(reservation) => {
                     let started = Instant::now();
                     let mut d = DeviceSrs::upload(stream, srs, reservation)?;
@@ -261,7 +316,8 @@ impl GpuContext {
                         seconds = started.elapsed().as_secs_f64(),
                         "SRS resident on the device"
                     );
-                    d.tables = SrsTables::build(&dev.vram, stream, &d, srs, self.tables);
+                    let tables = SrsTables::build(&dev.vram, stream, &d, srs, self.tables);
+                    *d.tables.get_mut().unwrap() = Arc::new(tables);
                     let d = Arc::new(d);
                     cache.insert(srs, d.clone());
                     return Ok(SlotSrs::Resident(d));

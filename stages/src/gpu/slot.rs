@@ -162,13 +162,14 @@ impl BufferPool {
 }
 
 impl GpuDevice {
-    /// Reserves `bytes` for `what`, giving up spare partition buffers while
-    /// the budget is short (a resident SRS or matrices serve every partition;
-    /// spare buffers only spare an allocation).
+    /// Reserves `bytes` for `what`, giving up spare partition buffers, then
+    /// the MSM tables, while the budget is short (a resident SRS or matrices
+    /// serve every partition; spare buffers only spare an allocation, tables
+    /// only speed MSMs up).
     pub(super) fn reserve(&self, bytes: usize, what: &str) -> Result<Reservation, VramError> {
         loop {
             match self.vram.reserve(bytes, what) {
-                Err(e) if self.buffers.give_up_one() => drop(e),
+                Err(e) if self.buffers.give_up_one() || self.drop_tables(what) => drop(e),
                 r => return r,
             }
         }
@@ -242,6 +243,10 @@ pub struct GpuSlot {
     pub(super) chunks: Option<ChunkBuffers>,
     /// Whether a partition is staged (uploaded) in the buffers.
     pub(super) staged: bool,
+    /// Where the staged partition's a, b and c came from: "synthesis",
+    /// "device" (the matrices on the device) or "host" (the matrices on
+    /// the host, when they do not fit the device).
+    pub(super) abc: &'static str,
 }
 
 impl GpuSlot {
@@ -253,6 +258,7 @@ impl GpuSlot {
             srs: None,
             chunks: None,
             staged: false,
+            abc: "synthesis",
         })
     }
 

@@ -16,7 +16,7 @@ use super::abc::{HostAbc, abc_on_host};
 use super::slot::{Buffers, DeviceLists, MemoryBusy};
 use super::streamed::{self, ChunkBuffers, Dense, Terms};
 use super::tables;
-use super::{GpuContext, GpuSlot, SlotSrs, Unsatisfied};
+use super::{GpuContext, GpuSlot, SlotSrs, SrsTables, Unsatisfied};
 use crate::cs::popcount;
 use crate::partition::{
     G1Results, MsmPlan, PartitionLayout, PartitionWork, QueryPlan, QueryRegions,
@@ -162,10 +162,14 @@ impl GpuContext {
             w.plan = Some(plan);
         }
         let abc = [layout.a, layout.b, layout.c].map(|r| view.take(r));
+        let mut abc_from = "synthesis";
         // The arena's assignment is canonical where prep_msm ran on the host.
         let (z_canonical, shape) = (host_plan.is_some(), &layout.shape);
         if bufs.compact {
             let deferred = w.deferred_abc.as_deref();
+            if deferred.is_some() {
+                abc_from = "host";
+            }
             compact_quotient(stream, bufs, shape, deferred, z, z_canonical, abc, spans)?;
             // The assignment again, where b and c were, for the MSMs.
             spans.time_on(stream, "upload", || Ok(bufs.z().copy_in(stream, z)?))?;
@@ -176,10 +180,12 @@ impl GpuContext {
             match &w.deferred_abc {
                 // After z's upload (and conversion) on the same stream; returns synchronised.
                 Some(r) => {
+                    abc_from = "host";
                     if let Some((start, end)) =
                         self.deferred_abc(r, &slot.dev, stream, bufs, shape, z, z_canonical, abc)?
                     {
                         spans.0.push(("pce_eval", start, end));
+                        abc_from = "device";
                     }
                 }
                 None => spans.time_on(stream, "upload_abc", || {
@@ -194,6 +200,7 @@ impl GpuContext {
         stream.sync()?;
         slot.srs = Some(srs);
         slot.staged = true;
+        slot.abc = abc_from;
         Ok(slot.device_bytes())
     }
 
@@ -225,10 +232,11 @@ impl GpuContext {
             spans.0.push(("ntt", start, end));
         }
         let chunks = slot.chunks.as_ref();
+        let tables = srs.tables();
         let mut on_tables = 0;
         let h = spans.time_on(s, "msm_h", || {
             let n = shape.domain - 1;
-            match srs.g1(Query::H, chunks)? {
+            match srs.g1(Query::H, chunks, &tables)? {
                 QueryPoints::Device { points, table } => {
                     let all = FixedTerms::Dense {
                         base_offset: 0,
@@ -262,27 +270,26 @@ impl GpuContext {
                 }
             }
         })?;
-        let mut g1_query = |label, q: Query, plan, i: usize, tail| {
-            spans.time_on(s, label, || {
-                query::<G1, _>(
-                    s,
-                    srs.g1(q, chunks)?,
-                    plan,
-                    &bufs.lists[i],
-                    bufs.z(),
-                    &shape,
-                    tail,
-                )
-                .map(|(p, k)| {
-                    on_tables += k;
-                    p
-                })
+        let mut g1_query = |labels, q: Query, plan, i: usize, tail| {
+            query::<G1, _>(
+                s,
+                srs.g1(q, chunks, &tables)?,
+                plan,
+                &bufs.lists[i],
+                bufs.z(),
+                &shape,
+                tail,
+                (&mut *spans, labels),
+            )
+            .map(|(p, k)| {
+                on_tables += k;
+                p
             })
         };
         let tails = plan.host_tails;
-        let l = g1_query("msm_l", Query::L, &plan.l, 0, tails.l)?;
-        let a = g1_query("msm_a", Query::A, &plan.a, 1, tails.a)?;
-        let b_g1 = g1_query("msm_b_g1", Query::BG1, &plan.b, 2, tails.b_g1)?;
+        let l = g1_query(&QueryLabels::L, Query::L, &plan.l, 0, tails.l)?;
+        let a = g1_query(&QueryLabels::A, Query::A, &plan.a, 1, tails.a)?;
+        let b_g1 = g1_query(&QueryLabels::B_G1, Query::BG1, &plan.b, 2, tails.b_g1)?;
         Ok((G1Results { h, l, a, b_g1 }, on_tables))
     }
 }
@@ -433,14 +440,15 @@ impl SlotSrs {
         &'a self,
         q: Query,
         chunks: Option<&'a ChunkBuffers>,
+        tables: &'a SrsTables,
     ) -> anyhow::Result<QueryPoints<'a, G1Affine>> {
         Ok(match self {
             SlotSrs::Resident(d) => {
                 let (points, table) = match q {
-                    Query::H => (&d.h, &d.tables.h),
-                    Query::L => (&d.l, &d.tables.l),
-                    Query::A => (&d.a, &d.tables.a),
-                    Query::BG1 => (&d.b_g1, &d.tables.b_g1),
+                    Query::H => (&d.h, &tables.h),
+                    Query::L => (&d.l, &tables.l),
+                    Query::A => (&d.a, &tables.a),
+                    Query::BG1 => (&d.b_g1, &tables.b_g1),
                 };
                 QueryPoints::Device {
                     points,
@@ -462,11 +470,12 @@ impl SlotSrs {
     fn b_g2<'a>(
         &'a self,
         chunks: Option<&'a ChunkBuffers>,
+        tables: &'a SrsTables,
     ) -> anyhow::Result<QueryPoints<'a, G2Affine>> {
         Ok(match self {
             SlotSrs::Resident(d) => QueryPoints::Device {
                 points: &d.b_g2,
-                table: d.tables.b_g2.as_ref(),
+                table: tables.b_g2.as_ref(),
             },
             SlotSrs::Host(srs) => QueryPoints::Host {
                 points: &srs.b_g2,
@@ -476,10 +485,53 @@ impl SlotSrs {
     }
 }
 
+/// A query's span labels: the whole query (streamed SRS: one pass serves
+/// every part) and each part on the device, so the waterfall shows which
+/// part of a query holds the device.
+struct QueryLabels {
+    whole: &'static str,
+    dense: &'static str,
+    tail: &'static str,
+    ones: &'static str,
+}
+
+impl QueryLabels {
+    const L: Self = Self::of("msm_l", "msm_l_dense", "msm_l_tail", "msm_l_ones");
+    const A: Self = Self::of("msm_a", "msm_a_dense", "msm_a_tail", "msm_a_ones");
+    const B_G1: Self = Self::of(
+        "msm_b_g1",
+        "msm_b_g1_dense",
+        "msm_b_g1_tail",
+        "msm_b_g1_ones",
+    );
+    const B_G2: Self = Self::of(
+        "msm_b_g2",
+        "msm_b_g2_dense",
+        "msm_b_g2_tail",
+        "msm_b_g2_ones",
+    );
+
+    const fn of(
+        whole: &'static str,
+        dense: &'static str,
+        tail: &'static str,
+        ones: &'static str,
+    ) -> Self {
+        Self {
+            whole,
+            dense,
+            tail,
+            ones,
+        }
+    }
+}
+
 /// One query on the device: the dense aux part, the gathered tail of
 /// significant terms (both on the query's table when it pays) and the batch
 /// addition of ones, unless prep_msm summed that tail on the host
-/// (`host_tail`); with how many MSMs ran on the table.
+/// (`host_tail`); with how many MSMs ran on the table. Each part is timed
+/// into `spans` under its label.
+#[allow(clippy::too_many_arguments)]
 fn query<C, T>(
     stream: &Stream,
     points: QueryPoints<'_, T>,
@@ -488,6 +540,7 @@ fn query<C, T>(
     z: &DeviceBuffer,
     shape: &SrsShape,
     host_tail: Option<C::Projective>,
+    (spans, labels): (&mut Spans, &QueryLabels),
 ) -> anyhow::Result<(C::Projective, usize)>
 where
     C: FixedCurve,
@@ -515,7 +568,9 @@ where
                 scalars: z,
                 form: ScalarForm::Canonical,
             };
-            let sum = streamed::msm::<C, T>(stream, chunks, points, &terms)?;
+            let sum = spans.time_on(stream, labels.whole, || {
+                Ok(streamed::msm::<C, T>(stream, chunks, points, &terms)?)
+            })?;
             return Ok((
                 sum + host_tail.unwrap_or_else(<C::Projective as group::Group>::identity),
                 0,
@@ -533,16 +588,25 @@ where
     } else {
         0
     };
-    let dense = tables::msm::<C>(
-        stream,
-        points,
-        table,
-        dense,
-        z,
-        n,
-        ScalarForm::Canonical,
-        &mut on_tables,
-    )?;
+    let mut part = |label, terms, n| {
+        if n == 0 {
+            return Ok(<C::Projective as group::Group>::identity());
+        }
+        spans.time_on(stream, label, || {
+            let form = ScalarForm::Canonical;
+            Ok(tables::msm::<C>(
+                stream,
+                points,
+                table,
+                terms,
+                z,
+                n,
+                form,
+                &mut on_tables,
+            )?)
+        })
+    };
+    let dense = part(labels.dense, dense, n)?;
     if let Some(tail) = host_tail {
         return Ok((dense + tail, on_tables));
     }
@@ -550,18 +614,10 @@ where
         base_idx: &lists.sig_base,
         scalar_idx: &lists.sig_scalar,
     };
-    let n = plan.significant;
-    let tail = tables::msm::<C>(
-        stream,
-        points,
-        table,
-        gathered,
-        z,
-        n,
-        ScalarForm::Canonical,
-        &mut on_tables,
-    )?;
-    let ones = ops::sum::<C>(stream, points, &lists.ones, plan.ones)?;
+    let tail = part(labels.tail, gathered, plan.significant)?;
+    let ones = spans.time_on(stream, labels.ones, || {
+        Ok(ops::sum::<C>(stream, points, &lists.ones, plan.ones)?)
+    })?;
     Ok((dense + tail + ones, on_tables))
 }
 
@@ -577,7 +633,7 @@ fn buffers_note(slot: &GpuSlot) -> &'static str {
 /// Where the staged partition's SRS points are read from, for its notes.
 fn srs_note(slot: &GpuSlot) -> &'static str {
     match slot.srs {
-        Some(SlotSrs::Resident(_)) => "resident",
+        Some(SlotSrs::Resident(..)) => "resident",
         Some(SlotSrs::Host(_)) => "streamed",
         None => "none",
     }
@@ -609,10 +665,11 @@ impl Stage<PartitionWork> for GpuNttMsm {
         let prepared_here = w.plan.is_none();
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
         let result = staged.and_then(|bytes| Ok((bytes, self.0.compute(w, slot, &mut spans)?)));
-        let (srs, buffers) = (srs_note(slot), buffers_note(slot));
+        let (srs, buffers, abc) = (srs_note(slot), buffers_note(slot), slot.abc);
         spans.report(cx);
         cx.note("srs", srs);
         cx.note("buffers", buffers);
+        cx.note("abc_source", abc);
         let (bytes, (g1, on_tables)) = result.map_err(|e| fault(cx, e))?;
         w.g1 = Some(g1);
         cx.note("msm_tables", on_tables);
@@ -636,10 +693,11 @@ impl Stage<PartitionWork> for GpuStageIn {
         let prepared_here = w.plan.is_none();
         let (arena, slot) = cx.arena_and_device_slot::<GpuSlot>()?;
         let staged = self.0.stage_in(w, arena, slot, &mut spans);
-        let (srs, buffers) = (srs_note(slot), buffers_note(slot));
+        let (srs, buffers, abc) = (srs_note(slot), buffers_note(slot), slot.abc);
         spans.report(cx);
         cx.note("srs", srs);
         cx.note("buffers", buffers);
+        cx.note("abc_source", abc);
         let bytes = staged.map_err(|e| fault(cx, e))?;
         note_prep(w, cx, prepared_here);
         cx.note("backend", "gpu");
@@ -683,17 +741,17 @@ impl Stage<PartitionWork> for GpuBG2Msm {
             anyhow::ensure!(slot.staged, "the device lease holds no staged partition");
             let bufs = slot.buffers.as_ref().context("no device buffers")?;
             let srs = slot.srs.as_ref().context("no SRS on the device")?;
-            spans.time_on(&slot.stream, "msm_b_g2", || {
-                query::<G2, _>(
-                    &slot.stream,
-                    srs.b_g2(slot.chunks.as_ref())?,
-                    &plan.b,
-                    &bufs.lists[2],
-                    bufs.z(),
-                    &layout.shape,
-                    plan.host_tails.b_g2,
-                )
-            })
+            let tables = srs.tables();
+            query::<G2, _>(
+                &slot.stream,
+                srs.b_g2(slot.chunks.as_ref(), &tables)?,
+                &plan.b,
+                &bufs.lists[2],
+                bufs.z(),
+                &layout.shape,
+                plan.host_tails.b_g2,
+                (&mut spans, &QueryLabels::B_G2),
+            )
         })();
         spans.report(cx);
         let (b_g2, on_tables) = result.map_err(|e| fault(cx, e))?;
