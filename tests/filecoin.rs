@@ -16,6 +16,7 @@ use cuzk::fil::{FilProof, FilProveError};
 use cuzk::filecoin::ids;
 use cuzk::filecoin::{FilError, FilJob, ProofKind, params, porep, post, snap};
 use cuzk::srs_cache::SrsCache;
+use cuzk::stages::circuit::ProvableCircuit;
 
 fn engine() -> Engine {
     let mut c = common::config("single_lock");
@@ -707,7 +708,7 @@ fn a_sector_with_32gib_layers_gets_the_gadgets_witness_natively() {
 /// full synthesis's, byte for byte, or every later partition would be held
 /// to the wrong constraints.
 #[test]
-fn a_porep_partition_records_in_parts_what_full_synthesis_records() {
+fn a_partition_records_in_parts_what_full_synthesis_records() {
     // Before synthesis reads Filecoin's settings: the cache the other tests use.
     cuzk::filecoin::params::use_cache(Some(&common::fil::param_cache())).unwrap();
     for (size, layers, challenges) in [(2048u64, 2, 2), (16 << 10, 11, 2)] {
@@ -726,6 +727,25 @@ fn a_porep_partition_records_in_parts_what_full_synthesis_records() {
             report.record_parts_equal,
             Some(true),
             "{size} B, {layers} layers, {challenges} challenges: the recording in parts"
+        );
+    }
+    // PoSt's sectors, each its commitments and leaves, in parallel.
+    let first = |mut job: FilJob| job.circuits.remove(0);
+    let posts: [(&str, &dyn Fn() -> Box<dyn ProvableCircuit>); 2] = [
+        ("WindowPoSt", &|| {
+            first(post::window_job(&window_request()).unwrap())
+        }),
+        ("WinningPoSt", &|| {
+            first(post::winning_job(&winning_request()).unwrap())
+        }),
+    ];
+    for (kind, make) in posts {
+        let report = cuzk::stages::measure::measure(make, 1, false).unwrap();
+        println!("{}", report.render(kind));
+        assert_eq!(
+            report.record_parts_equal,
+            Some(true),
+            "{kind}: the recording in parts"
         );
     }
 }

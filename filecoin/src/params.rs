@@ -336,7 +336,12 @@ fn gen_post<Tree: 'static + MerkleTreeTrait>(
     let (blank, pp) = blank_post::<Tree>(&cfg)?;
     <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::get_param_metadata(blank.clone(), &pp)?;
     let id = <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(&pp);
-    write_generated(&id, blank, device)
+    // Sectors recorded in parallel (2,349 of them in a 32 GiB WindowPoSt).
+    write_generated_with(
+        &id,
+        |cs| crate::post_witness::record_sectors(&blank, cs),
+        device,
+    )
 }
 
 fn gen_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
@@ -480,6 +485,30 @@ mod tests {
         let serial = Matrices::record(blank).unwrap();
         let partition = synthetic_partition::<Tree>(&cfg, &pp).unwrap();
         let parallel = Matrices::record_with(|cs| partition.record_in_parts(cs)).unwrap();
+        assert_same_matrices(&parallel, &serial);
+    }
+
+    /// The setup's PoSt recordings (the blank circuit's sectors in
+    /// parallel) against the blank circuit's on one thread.
+    #[test]
+    fn post_matrices_recorded_in_parallel_equal_the_blank_circuits() {
+        use cuzk_stages::setup::Matrices;
+        for kind in [ProofKind::WindowPost, ProofKind::WinningPost] {
+            let cfg = post_config(kind, 2048).unwrap();
+            let (blank, _) = blank_post::<SectorShape2KiB>(&cfg).unwrap();
+            let serial = Matrices::record(blank.clone()).unwrap();
+            let parallel =
+                Matrices::record_with(|cs| crate::post_witness::record_sectors(&blank, cs))
+                    .unwrap();
+            assert_same_matrices(&parallel, &serial);
+        }
+    }
+
+    /// Two recordings' variables, rows, coefficient tables and matrices.
+    fn assert_same_matrices(
+        parallel: &cuzk_stages::setup::Matrices,
+        serial: &cuzk_stages::setup::Matrices,
+    ) {
         assert_eq!(
             (parallel.n_inputs, parallel.n_aux, parallel.rows),
             (serial.n_inputs, serial.n_aux, serial.rows),

@@ -12,8 +12,10 @@
 //! circuit order (`cuzk_stages::pce::synthesize_parts`), so the assignment
 //! is the one sequential synthesis makes and is checked against the
 //! recording like any other. Each leaf's path in tree R is hashed natively
-//! (`poseidon_native`). Full synthesis and the recording run the circuit
-//! as it is.
+//! (`poseidon_native`). Full synthesis runs the circuit as it is; the
+//! matrices are recorded in the same parts, in parallel ([`record_sectors`]:
+//! the parameters' setup records the blank circuit so, and the prover a
+//! partition's first proof).
 
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
@@ -21,6 +23,7 @@ use blstrs::Scalar as Fr;
 use cuzk_stages::circuit::ProvableCircuit;
 use cuzk_stages::cs::ArenaCs;
 use cuzk_stages::pce::{Parts, RecordingCs, WitnessCs, synthesize_parts};
+use cuzk_stages::setup::MatrixCs;
 use filecoin_hashers::{HashFunction, Hasher};
 use rayon::prelude::*;
 use storage_proofs_core::gadgets::constraint;
@@ -152,15 +155,41 @@ impl<Tree: 'static + MerkleTreeTrait> Parts for SectorParts<'_, Tree> {
     }
 }
 
+/// Leaves per sector, the same for every sector (the circuit makes them
+/// so; parts need it).
+fn leaves_per_sector<Tree: MerkleTreeTrait>(
+    sectors: &[Sector<Tree>],
+) -> Result<usize, SynthesisError> {
+    let leaves = sectors.first().map_or(0, |s| s.leafs.len());
+    match sectors.iter().all(|s| s.leafs.len() == leaves) {
+        true => Ok(leaves),
+        false => Err(SynthesisError::Unsatisfiable),
+    }
+}
+
+/// A PoSt circuit's constraint matrices, its sectors' parts recorded in
+/// parallel and appended in the circuit's order: the matrices sequential
+/// synthesis records (values do not shape them, so the blank circuit
+/// records so too; tests check both).
+pub fn record_sectors<Tree: 'static + MerkleTreeTrait>(
+    circuit: &FallbackPoStCircuit<Tree>,
+    cs: &mut MatrixCs,
+) -> Result<(), SynthesisError> {
+    let sectors = &circuit.sectors;
+    let parts = SectorParts {
+        per: 1 + leaves_per_sector(sectors)?,
+        sectors,
+        paths: None,
+    };
+    let items: Vec<usize> = (0..sectors.len()).collect();
+    cs.record_parts(&parts, &items)
+}
+
 impl<Tree: 'static + MerkleTreeTrait> PostPartition<Tree> {
     /// The witness in parts, the paths by `route`.
     fn witness(&self, cs: &mut WitnessCs<'_>, route: Route) -> Result<(), SynthesisError> {
         let sectors = &self.circuit.sectors;
-        let leaves = sectors.first().map_or(0, |s| s.leafs.len());
-        // Every sector must make the same parts; the circuit makes them so.
-        if sectors.iter().any(|s| s.leafs.len() != leaves) {
-            return Err(SynthesisError::Unsatisfiable);
-        }
+        let leaves = leaves_per_sector(sectors)?;
         let native = route == Route::Native
             && self.paths.len() == sectors.len()
             && self.paths.iter().all(|p| p.len() == leaves);
@@ -195,6 +224,10 @@ impl<Tree: 'static + MerkleTreeTrait> ProvableCircuit for PostPartition<Tree> {
         cs: &mut RecordingCs<'_>,
     ) -> Result<(), SynthesisError> {
         self.circuit.synthesize(cs)
+    }
+
+    fn record_matrices(&self, cs: &mut MatrixCs) -> Option<Result<(), SynthesisError>> {
+        Some(record_sectors(&self.circuit, cs))
     }
 
     fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
