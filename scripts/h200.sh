@@ -26,7 +26,8 @@
 #                               pce_gpu, WARMUP=1 then PROOFS=3 proofs (JOBS in flight, ARENAS=2 host arenas), every one
 #                               checked by verify_seal; waterfall; the log in $OUT/porep32.log)
 #   scripts/h200.sh p32        (setup32 then porep32 in one call, each bounded by the call's 10 minutes; the GPU setup
-#                               only where its test passes, else the CPU's; a later porep32 call reuses what it made)
+#                               only where its test passes, else the CPU's; a later porep32 call reuses what it made;
+#                               THEN=soak32 runs soak32 after the parameters instead)
 #   scripts/h200.sh soak32     (after porep32: 32 GiB WinningPoSt every 15 s under a backlog of 32 GiB PoReps, through
 #                               the daemon, every proof verified; WinningPoSt against its solo latency)
 #   scripts/h200.sh small-vram (streamed SRS: list kernels, GPU proof tests, chain 2^24 x 2 resident / 16 GiB budget /
@@ -96,6 +97,8 @@ p32)
     ls -la /tmp/fil-32g; df -h /tmp | tail -1; free -g | head -2
   fi
   [ -f /tmp/fil-32g/done ] || exit 1
+  # THEN=soak32: the soak on these parameters in the same call instead.
+  [ "${THEN:-porep32}" = soak32 ] && BUDGET=$(left) exec "$0" soak32
   # porep32's warm-up (the recording, ~240 s) and three proofs need ~330 s.
   [ $(left) -gt 330 ] || { echo "left $(left) s: porep32 in the next call"; exit 0; }
   ;&

@@ -12,7 +12,13 @@
 //! interleaved; the speedup is the default's. CUZK_MSM_POREP_G1 and
 //! CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
 //! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
-//! against one dense `msm_t` (default: none).
+//! against one dense `msm_t` (default: none); the tail also on our own
+//! Pippenger (the fixed-base MSM without precomputed copies, window
+//! CUZK_MSM_TAIL_WINDOW, default from its size), which spreads a full
+//! bucket over threads where `msm_t` gives each bucket one thread.
+//! CUZK_MSM_POREP_REPEAT makes that share of the tail's scalars one value
+//! (a witness that repeats values: a synthetic sector's default subtree
+//! hashes), so the tail's buckets are skewed.
 
 use std::time::Instant;
 
@@ -200,8 +206,10 @@ where
 }
 
 /// PoRep's bit-heavy scalars (the shares `cuzk fil synth` counts for L at
-/// 32 GiB's trees and layers: 51.6% zero, 47.8% one, 0.6% other), canonical.
-fn porep_scalars(n: usize) -> Vec<[u64; 4]> {
+/// 32 GiB's trees and layers: 51.6% zero, 47.8% one, 0.6% other), canonical;
+/// `repeat` of the others one value.
+fn porep_scalars(n: usize, repeat: f64) -> Vec<[u64; 4]> {
+    let repeated: [u64; 4] = Scalar::random(&mut rand::rngs::StdRng::seed_from_u64(7)).to_repr_le();
     (0..n)
         .into_par_iter()
         .map_init(
@@ -212,6 +220,8 @@ fn porep_scalars(n: usize) -> Vec<[u64; 4]> {
                     [0; 4]
                 } else if u < 0.994 {
                     [1, 0, 0, 0]
+                } else if u < 0.994 + 0.006 * repeat {
+                    repeated
                 } else {
                     let s: [u64; 4] = Scalar::random(&mut *r).to_repr_le();
                     s
@@ -244,7 +254,11 @@ where
 {
     let n = 1usize << lg;
     let started = Instant::now();
-    let (pts, sc) = (points::<P>(n), porep_scalars(n));
+    let repeat: f64 = std::env::var("CUZK_MSM_POREP_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    let (pts, sc) = (points::<P>(n), porep_scalars(n, repeat));
     let d_points = DeviceBuffer::upload(stream, &pts).unwrap();
     let d_scalars = DeviceBuffer::upload(stream, &sc).unwrap();
     drop(pts);
@@ -315,12 +329,50 @@ where
         time(reps, dense),
     );
     println!(
-        "{name} PoRep 2^{lg} ({} ones, {} other): prep {tp:.2} ms + ones {to:.2} ms + tail {tt:.2} ms \
-         = {:.2} ms   sppark msm_t over all {td:.2} ms   speedup {:.2}x",
+        "{name} PoRep 2^{lg} ({} ones, {} other, {:.0}% of them one value): prep {tp:.2} ms + ones {to:.2} ms \
+         + tail {tt:.2} ms = {:.2} ms   sppark msm_t over all {td:.2} ms   speedup {:.2}x",
         counts.ones,
         counts.significant,
+        100.0 * repeat,
         tp + to + tt,
         td / (tp + to + tt),
+    );
+    // The tail on our Pippenger: the fixed-base MSM over a table of no
+    // precomputed copies (nothing beyond the points), its windows in groups.
+    let sig = counts.significant.max(2);
+    let lg_sig = usize::BITS - (sig - 1).leading_zeros();
+    let window = std::env::var("CUZK_MSM_TAIL_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(lg_sig.saturating_sub(4).clamp(8, 18));
+    let plain = MsmTable::build::<C>(stream, &d_points, n, window, 1).unwrap();
+    let gathered = || FixedTerms::Gathered {
+        base_idx: &sig_base,
+        scalar_idx: &sig_scalar,
+    };
+    let ours = || {
+        fixed::msm_fixed::<C>(
+            stream,
+            &d_points,
+            &plain,
+            gathered(),
+            &d_scalars,
+            counts.significant,
+            canonical,
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        ours(),
+        tail(),
+        "{name} PoRep 2^{lg}: our tail agrees with msm_t's"
+    );
+    let (t_ours, t_sppark) = (time(reps, ours), time(reps, tail));
+    println!(
+        "{name} PoRep 2^{lg} tail of {} terms: ours (window {window}, no copies) {t_ours:.2} ms   \
+         sppark msm_t {t_sppark:.2} ms   speedup {:.2}x",
+        counts.significant,
+        t_sppark / t_ours,
     );
 }
 
