@@ -390,20 +390,29 @@ fn check_fixed<C, K>(
 }
 
 /// Tables of full size, with fewer copies than windows (their groups joined
-/// on the host), and with a narrow window.
+/// on the host), and with a narrow window; and plain ones (no copies: the
+/// engine's Pippenger for gathered MSMs without a table), as the engine
+/// sizes them and narrow.
 fn tables<C: FixedCurve>(stream: &Stream, d_bases: &DeviceBuffer, n: usize) -> Vec<MsmTable> {
     let (window, copies) = fixed::plan(n, C::POINT_BYTES, usize::MAX).unwrap();
-    [(window, copies), (window, 3), (9, 5)]
+    let built = [(window, copies), (window, 3), (9, 5)]
         .into_iter()
-        .map(|(w, c)| MsmTable::build::<C>(stream, d_bases, n, w, c).unwrap())
-        .collect()
+        .map(|(w, c)| MsmTable::build::<C>(stream, d_bases, n, w, c).unwrap());
+    let plain = [fixed::plain_window(n), 9].map(|w| MsmTable::plain(n, w));
+    built.chain(plain).collect()
 }
 
-fn edge_scalars(n: usize) -> [(&'static str, Vec<Scalar>); 3] {
+/// Scalars that repeat: every bucket of every window full of one value's
+/// terms (msm_t gives such a bucket one thread), or a third of them so.
+fn edge_scalars(n: usize) -> [(&'static str, Vec<Scalar>); 4] {
+    let mut third = random_scalars(n, 5);
+    let value = random_scalars(1, 6)[0];
+    third.iter_mut().step_by(3).for_each(|s| *s = value);
     [
         ("all zero", vec![Scalar::ZERO; n]),
         ("all one", vec![Scalar::ONE; n]),
         ("all r-1", vec![-Scalar::ONE; n]),
+        ("a third one value", third),
     ]
 }
 

@@ -161,8 +161,10 @@ impl SrsTables {
 }
 
 /// An MSM over `points`: on `table` when there is one and the MSM is large
-/// enough to pay for its bucket reduction, else on sppark's Pippenger.
-/// Counts the MSMs that ran on a table in `on_tables`.
+/// enough to pay for its bucket reduction; else a gathered one of
+/// [`fixed::PLAIN_MIN_TERMS`] or more on our Pippenger over the points as they
+/// are, and the rest on sppark's. Counts the MSMs that ran on a table in
+/// `on_tables`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn msm<C: FixedCurve>(
     stream: &Stream,
@@ -192,6 +194,10 @@ pub(super) fn msm<C: FixedCurve>(
             n,
             form,
         ),
+        FixedTerms::Gathered { .. } if n >= fixed::PLAIN_MIN_TERMS => {
+            let plain = MsmTable::plain(points.bytes() / C::POINT_BYTES, fixed::plain_window(n));
+            fixed::msm_fixed::<C>(stream, points, &plain, terms, scalars, n, form)
+        }
         FixedTerms::Gathered {
             base_idx,
             scalar_idx,
