@@ -569,7 +569,7 @@ where
                 form: ScalarForm::Canonical,
             };
             let sum = spans.time_on(stream, labels.whole, || {
-                Ok(streamed::msm::<C, T>(stream, chunks, points, &terms)?)
+                streamed::msm::<C, T>(stream, chunks, points, &terms)
             })?;
             return Ok((
                 sum + host_tail.unwrap_or_else(<C::Projective as group::Group>::identity),
