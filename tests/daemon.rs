@@ -54,6 +54,17 @@ fn req(kind: ProofKind, id: &str) -> SubmitProofRequest {
     request_from_fixtures(&fixtures().1, kind, id, Priority::Unspecified).unwrap()
 }
 
+/// A WinningPoSt that completed, its proof accepted by Filecoin's verifier.
+fn assert_winning_proved(r: &cuzk::daemon::proto::AwaitProofResponse) {
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(verify::winning(&r.proof));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_rpc_over_tcp_proves_porep_and_winning_post_that_filecoin_accepts() {
     let (running, mut c) = daemon(config("127.0.0.1:0")).await;
@@ -90,13 +101,7 @@ async fn every_rpc_over_tcp_proves_porep_and_winning_post_that_filecoin_accepts(
 
     // Prove a WinningPoSt: Filecoin's verifier accepts it, a flipped byte not.
     let r = prove(&mut c, req(ProofKind::WinningPost, "winpost-1000-a")).await;
-    assert_eq!(
-        r.status,
-        AwaitStatus::Completed as i32,
-        "{}",
-        r.error_message
-    );
-    assert!(verify::winning(&r.proof));
+    assert_winning_proved(&r);
     assert!(!verify::winning(&fil::flipped(&r.proof)));
     assert!(
         r.total_ms >= r.synthesis_ms && r.synthesis_ms > 0 && r.gpu_compute_ms > 0,
@@ -555,13 +560,7 @@ async fn a_porep_beyond_the_budget_leaves_winning_post_its_reserve() {
     )
     .await
     .expect("the WinningPoSt is admitted beside the PoRep, not after it");
-    assert_eq!(
-        r.status,
-        AwaitStatus::Completed as i32,
-        "{}",
-        r.error_message
-    );
-    assert!(verify::winning(&r.proof));
+    assert_winning_proved(&r);
     assert!(
         core.jobs.get(id).unwrap().is_running(),
         "the PoRep still runs: the WinningPoSt did not wait for it"
@@ -641,13 +640,7 @@ async fn winning_post_overtakes_queued_porep_and_cancel_frees_arenas() {
     assert!(queued.len() >= 15, "{} still queued", queued.len());
 
     let r = prove(&mut c, req(ProofKind::WinningPost, "winpost-1000-urgent")).await;
-    assert_eq!(
-        r.status,
-        AwaitStatus::Completed as i32,
-        "{}",
-        r.error_message
-    );
-    assert!(verify::winning(&r.proof));
+    assert_winning_proved(&r);
     for id in &queued {
         assert!(
             core.jobs.get(id).unwrap().outcome().is_none(),

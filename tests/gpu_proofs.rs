@@ -149,6 +149,13 @@ async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
             .unwrap();
         out.verify(&srs).unwrap();
     }
+    no_partition_failed(&engine);
+    engine.shutdown().await;
+}
+
+/// No device was quarantined and no partition failed or moved: waiting for
+/// memory, or giving tables up for it, is not a fault.
+fn no_partition_failed(engine: &Engine) {
     let status = engine.status();
     assert!(
         status.quarantined_devices.is_empty(),
@@ -160,7 +167,6 @@ async fn a_partition_waits_for_the_device_memory_partitions_in_flight_hold() {
         "no partition failed or moved: {:?}",
         status.nodes
     );
-    engine.shutdown().await;
 }
 
 /// MSM tables are a cache: where they hold the memory a partition's buffers
@@ -208,13 +214,7 @@ async fn msm_tables_give_way_to_partition_buffers_and_matrices() {
         sources.iter().all(|s| s != "host") && sources.iter().any(|s| s == "device"),
         "a, b and c from the matrices on the device: {sources:?}"
     );
-    let retried: u64 = engine
-        .status()
-        .nodes
-        .iter()
-        .map(|n| n.retried + n.failed)
-        .sum();
-    assert_eq!(retried, 0, "no partition failed for want of memory");
+    no_partition_failed(&engine);
     engine.shutdown().await;
 }
 
