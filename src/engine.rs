@@ -299,6 +299,9 @@ impl Engine {
             .devices(devices)
             .aging(aging)
             .express_lane(config.engine.express_lane)
+            // On the CPU backend the device lock only orders CPU work: a
+            // WinningPoSt shares the cores rather than wait out a PoRep stage.
+            .express_past_interlocks(gpu.is_none())
             .quarantine(cuzk_engine::Quarantine {
                 after: config.gpu.quarantine_after,
                 cooldown: std::time::Duration::from_secs(config.gpu.quarantine_s),
@@ -339,9 +342,11 @@ impl Engine {
     ) -> anyhow::Result<CpuPools> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let or_cores = |n: usize| if n == 0 { cores } else { n };
-        let mut pools = CpuPools::new()
-            .with(pools::SYNTH, or_cores(config.threads.synthesis))?
-            .with(pools::GROTH16, or_cores(config.threads.groth16))?;
+        // Bulk work runs niced below the express lane's (see `threads.bulk_nice`).
+        let nice = config.threads.bulk_nice_for(gpu);
+        let mut pools = CpuPools::new();
+        pools.add_niced(pools::SYNTH, or_cores(config.threads.synthesis), nice)?;
+        pools.add_niced(pools::GROTH16, or_cores(config.threads.groth16), nice)?;
         if gpu {
             let drivers: usize = spec
                 .nodes

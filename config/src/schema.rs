@@ -124,6 +124,20 @@ pub struct ThreadsConfig {
     pub synthesis: usize,
     /// Threads running NTTs, MSMs and preparation on the CPU.
     pub groth16: usize,
+    /// Nice levels the synthesis and groth16 threads run below the
+    /// process, so a WinningPoSt's express threads (at the process's
+    /// priority) take the cores while a PoRep's CPU work runs. Unset: 10 on
+    /// the CPU backend, where both prove on the same cores; 0 on a GPU,
+    /// where WinningPoSt's CPU work is small and niced threads would also
+    /// yield to the host's other work (sealing tasks).
+    pub bulk_nice: Option<u8>,
+}
+
+impl ThreadsConfig {
+    /// The nice offset of bulk pools for a backend (see `bulk_nice`).
+    pub fn bulk_nice_for(&self, gpu: bool) -> u8 {
+        self.bulk_nice.unwrap_or(if gpu { 0 } else { 10 })
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,6 +26,14 @@ pub(crate) fn validate(c: &Config) -> Result<(), ConfigError> {
     for (node, stage) in &c.stages {
         at_least_one(&format!("stages.{node}.workers"), stage.workers)?;
     }
+    if let Some(nice) = c.threads.bulk_nice
+        && nice > 19
+    {
+        return Err(invalid(
+            "threads.bulk_nice",
+            format!("must be 0 to 19 nice levels (got {nice})"),
+        ));
+    }
     if c.pipeline.variant.is_empty() {
         return Err(invalid(
             "pipeline.variant",

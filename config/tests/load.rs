@@ -92,6 +92,22 @@ fn zero_capacity_and_workers_are_rejected_by_name() {
     assert_eq!(err.key(), Some("pipeline.variant"));
 }
 
+/// Bulk threads' nice offset: unset follows the backend, 0–19 is taken, and
+/// more is refused by name.
+#[test]
+fn bulk_nice_defaults_by_backend_and_is_bounded() {
+    let unset = from_toml_str("").unwrap();
+    assert_eq!(unset.threads.bulk_nice_for(false), 10, "the CPU backend");
+    assert_eq!(unset.threads.bulk_nice_for(true), 0, "a GPU");
+    let set = from_toml_str("[threads]\nbulk_nice = 19").unwrap();
+    assert_eq!(set.threads.bulk_nice_for(true), 19);
+    let err = from_toml_str("[threads]\nbulk_nice = 20").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config error at `threads.bulk_nice`: must be 0 to 19 nice levels (got 20)"
+    );
+}
+
 #[test]
 fn a_bad_type_or_size_names_the_key() {
     let err = from_toml_str("[arenas]\nmax_bytes = \"12 parsecs\"").unwrap_err();

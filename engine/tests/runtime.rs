@@ -649,6 +649,64 @@ async fn a_critical_job_overtakes_a_backlog_held_in_full_edges() {
     );
 }
 
+/// Where device work runs on CPU pools (the CPU backend), express workers
+/// skip the device lock: a CRITICAL job runs both its device stages while a
+/// bulk item's device stage holds the lock, instead of waiting it out. The
+/// bulk stage here blocks until the critical job has finished, so the job
+/// finishing at all shows it never waited for the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_interlocks_a_critical_job_runs_beside_a_stage_holding_the_lock() {
+    let latch = Arc::new(Latch::default());
+    let ran = Arc::new(Mutex::new(Vec::<(&str, u64)>::new()));
+    let device_stage = |name: &'static str| {
+        let (latch, ran) = (latch.clone(), ran.clone());
+        move |item: &mut Item, _: &mut StageContext<'_>| {
+            ran.lock().unwrap().push((name, item.value));
+            if item.value != 100 {
+                latch.wait();
+            }
+            Ok(())
+        }
+    };
+    let stages = StageRegistry::new()
+        .with("ntt", device_stage("ntt"))
+        .with("g2", device_stage("g2"));
+    let spec = GraphSpec::new("past")
+        .node(NodeSpec::new("ntt", "ntt", "GPU").pool("b").holds("device"))
+        .node(NodeSpec::new("g2", "g2", "B_G2").pool("b").holds("device"))
+        .edge(SOURCE, "ntt", 1)
+        .edge("ntt", "g2", 1)
+        .resource(ResourceSpec::lock("device"));
+    let pools = pools().with(cuzk_engine::pool::EXPRESS, 2).unwrap();
+    let rt = RuntimeBuilder::new(spec, stages, pools)
+        .express_past_interlocks(true)
+        .start()
+        .unwrap();
+    let item = |value| {
+        vec![Item {
+            value,
+            devices: vec![],
+        }]
+    };
+    let bulk = rt.submit_with_priority("porep", item(1), 2);
+    eventually("the bulk item to hold the lock in its device stage", || {
+        ran.lock().unwrap().contains(&("ntt", 1))
+    })
+    .await;
+    let critical = rt.submit_with_priority("winning", item(100), CRITICAL as u8);
+    tokio::time::timeout(Duration::from_secs(10), critical)
+        .await
+        .expect("the critical job finishes while the bulk stage holds the lock")
+        .unwrap();
+    assert_eq!(
+        *ran.lock().unwrap(),
+        [("ntt", 1), ("ntt", 100), ("g2", 100)],
+        "the critical job's device stages ran beside the bulk one"
+    );
+    latch.open();
+    bulk.await.unwrap();
+}
+
 /// Device memory of a toy device: `units` buffers, taken at stage_in and
 /// given back when the lease goes back (at compute here), with a watch that
 /// changes on every release.

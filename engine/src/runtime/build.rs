@@ -35,6 +35,7 @@ pub struct RuntimeBuilder<T> {
     observers: Observers,
     aging: Duration,
     express: bool,
+    express_past_interlocks: bool,
     quarantine: super::Quarantine,
 }
 
@@ -64,6 +65,7 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
             observers: Observers::default(),
             aging: DEFAULT_AGING,
             express: true,
+            express_past_interlocks: false,
             quarantine: super::Quarantine::default(),
         }
     }
@@ -79,6 +81,17 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
     /// the `express` CPU pool where there is one). On by default.
     pub fn express_lane(mut self, on: bool) -> Self {
         self.express = on;
+        self
+    }
+
+    /// Whether express workers skip the graph's interlocks (the locks,
+    /// semaphores and gates nodes hold or wait for). Right where device
+    /// work runs on CPU pools (the CPU backend): there an interlock only
+    /// orders CPU work, and a WinningPoSt waiting for it waits out a whole
+    /// PoRep stage, while sharing the cores costs it a fraction of that.
+    /// Off by default: a GPU's lock guards its memory and streams.
+    pub fn express_past_interlocks(mut self, on: bool) -> Self {
+        self.express_past_interlocks = on;
         self
     }
 
@@ -231,6 +244,7 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
                 .express
                 .then(|| self.pools.get(crate::pool::EXPRESS))
                 .flatten(),
+            express_past_interlocks: self.express && self.express_past_interlocks,
             health: super::health::DeviceHealth::new(self.devices, self.quarantine),
         });
         let mut tasks = spawn_workers(&handle, &shared, &tx, self.express);

@@ -85,6 +85,8 @@ struct Shared<T> {
     source: Arc<Source<T>>,
     /// Where express workers run their stages (None: their node's pool).
     express_pool: Option<Arc<rayon::ThreadPool>>,
+    /// Express workers skip interlocks (see `RuntimeBuilder::express_past_interlocks`).
+    express_past_interlocks: bool,
     health: health::DeviceHealth,
 }
 

@@ -173,7 +173,14 @@ impl<T: Send + 'static> Worker<T> {
         }
         let mut held = Vec::with_capacity(spec.holds.len());
         let mut kept = std::mem::take(&mut env.kept);
-        for resource in &spec.holds {
+        // Interlocks an express worker skips (nothing held, nothing passed).
+        let past = self.express && shared.express_past_interlocks;
+        let (holds, gates): (&[String], &[String]) = if past {
+            (&[], &[])
+        } else {
+            (&spec.holds, &spec.waits_for)
+        };
+        for resource in holds {
             let carried = kept
                 .iter()
                 .position(|(name, device, _)| name == resource && *device == env.device);
@@ -193,8 +200,8 @@ impl<T: Send + 'static> Worker<T> {
         }
         // Kept for a node this one is not (it moved to another device).
         drop(kept);
-        let mut passes = Vec::with_capacity(spec.waits_for.len());
-        for gate in &spec.waits_for {
+        let mut passes = Vec::with_capacity(gates.len());
+        for gate in gates {
             let pass = shared.resources.pass(gate, env.device);
             passes.push(if shared.resources.is_busy(gate, env.device) {
                 self.wait(Who::of(&env), Wait::Gate(gate), pass).await
