@@ -30,6 +30,8 @@
 #                               THEN=soak32 runs soak32 after the parameters instead)
 #   scripts/h200.sh soak32     (after porep32: 32 GiB WinningPoSt every 15 s under a backlog of 32 GiB PoReps, through
 #                               the daemon, every proof verified; WinningPoSt against its solo latency)
+#   scripts/h200.sh window32   (32 GiB WindowPoSt and WinningPoSt parameters on the GPU, 2,349 synthetic sectors,
+#                               WindowPoSt proved after a cold warm-up, WinningPoSt cold and resident, all verified)
 #   scripts/h200.sh small-vram (streamed SRS: list kernels, GPU proof tests, chain 2^24 x 2 resident / 16 GiB budget /
 #                               streamed under 16 GiB and 4 GiB, peak device memory)
 #   scripts/h200.sh msm-porep  (one PoRep query's MSMs with PoRep's bit-heavy scalars: lists, ones, tail vs one dense msm_t)
@@ -148,6 +150,38 @@ for path, name in (('/waterfall.svg', 'waterfall.svg'), ('/metrics', 'metrics.tx
       --restart-every 0s --grace ${GRACE:-150s} --json "$out/soak32.json" 2>&1 | tail -30
   cp /tmp/cuzk-soak-*.log "$out/" 2>/dev/null
   grep -E "WARN|ERROR" /tmp/cuzk-soak-*.log | cut -c1-300 | tail -10
+  ;;
+window32)
+  # 32 GiB WindowPoSt (one partition of 2,349 sectors: 125 M constraints, a
+  # 56.6 GiB SRS) and WinningPoSt, through `cuzk bench --fixtures`, every
+  # proof checked by Filecoin's verifier. On a machine of its own: PoRep's
+  # parameters and WindowPoSt's do not fit its disk together.
+  rm -rf /tmp/fil-32g
+  if [ ! -f /tmp/fil-32w/done ]; then
+    rm -rf /tmp/fil-32w
+    RUST_LOG=info timeout $(( $(left) - 240 )) /usr/bin/time -f "32 GiB WindowPoSt + WinningPoSt parameters (gpu): %e s, peak RSS %M KiB" \
+        "$bin/cuzk" fil params --sector-size 32GiB --kinds window,winning --device gpu --dir /tmp/fil-32w 2>&1 \
+        | grep -E "setup|parameters|post|error|warn|panick|Killed|Command" | cut -c1-400 | tail -16 \
+      && ls /tmp/fil-32w/*.params >/dev/null 2>&1 && touch /tmp/fil-32w/done
+    ls -la /tmp/fil-32w; df -h /tmp | tail -1; free -g | head -2
+  fi
+  [ -f /tmp/fil-32w/done ] || exit 1
+  [ -f /tmp/synw/synthetic.json ] || /usr/bin/time -f "fixtures: %e s" "$bin/cuzk" fil gen --synthetic \
+      --sector-size 32GiB --window-sectors 2349 --out /tmp/synw 2>&1 | head -1
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > /tmp/vram.txt 2>/dev/null &
+  smi=$!
+  # WindowPoSt: the warm-up is the cold proof (SRS load, the recording).
+  env $gpu_env RUST_LOG=warn,cuzk_stages=info CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32w CUZK_PIPELINE__VARIANT=pce_gpu \
+      timeout $(( $(left) - 70 )) /usr/bin/time -f "window bench: %e s, peak RSS %M KiB" "$bin/cuzk" bench --quiet \
+      --fixtures /tmp/synw --fil-kind window-post -c ${PROOFS:-2} -j 1 --warmup 1 --waterfall "$out/wf/window32" \
+      > "$out/window32.log" 2>&1
+  grep -v "INFO" "$out/window32.log" | cut -c1-300 | tail -30
+  echo "window: peak device memory in use: $(sort -n /tmp/vram.txt | tail -1) MiB"
+  # WinningPoSt: cold (the warm-up) and with its SRS resident.
+  env $gpu_env CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32w CUZK_PIPELINE__VARIANT=pce_gpu timeout $(( $(left) - 5 )) \
+      "$bin/cuzk" bench --quiet --fixtures /tmp/synw --fil-kind winning-post -c 5 -j 1 --warmup 1 2>&1 \
+      | grep -v INFO | cut -c1-300 | tail -14
+  kill $smi 2>/dev/null
   ;;
 small-vram)
   # Streamed SRS (#28): the list kernels and every GPU proof test (SRS
