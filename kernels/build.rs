@@ -153,12 +153,9 @@ fn main() {
     for var in ["NVCC", "CUDA_HOME", "CUDA_PATH", "PATH", "CUZK_CUDA_ARCHS"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    for src in SOURCES
-        .iter()
-        .chain(&["cuda/common.cuh", "cuda/msm.cuh", "cuda/fixed_msm.cuh"])
-    {
-        println!("cargo:rerun-if-changed={src}");
-    }
+    // The whole folder: cargo scans a directory for any changed file, so a
+    // header split or added is never missed.
+    println!("cargo:rerun-if-changed=cuda");
     let Some(nvcc) = find_nvcc() else {
         println!(
             "cargo:warning=cuzk-kernels: nvcc not found (NVCC, CUDA_HOME, CUDA_PATH, PATH, .cuda/); \

@@ -25,7 +25,7 @@ pub trait GpuCurve {
         points: *const c_void,
         scalars: *const Fr,
         n: usize,
-        mont: bool,
+        form: ScalarForm,
         out: *mut c_void,
     ) -> Result<(), KernelError>;
     /// # Safety
@@ -39,7 +39,7 @@ pub trait GpuCurve {
         scalars: *const Fr,
         scalar_idx: *const u32,
         n: usize,
-        mont: bool,
+        form: ScalarForm,
         out: *mut c_void,
     ) -> Result<(), KernelError>;
     /// # Safety
@@ -69,10 +69,10 @@ macro_rules! gpu_curve {
                 points: *const c_void,
                 scalars: *const Fr,
                 n: usize,
-                mont: bool,
+                form: ScalarForm,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe { k::$msm(device, stream, points, scalars, n, mont, out) }
+                unsafe { k::$msm(device, stream, points, scalars, n, form, out) }
             }
             #[allow(clippy::too_many_arguments)]
             unsafe fn msm_gathered(
@@ -83,12 +83,12 @@ macro_rules! gpu_curve {
                 scalars: *const Fr,
                 scalar_idx: *const u32,
                 n: usize,
-                mont: bool,
+                form: ScalarForm,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
                 unsafe {
                     k::$gathered(
-                        device, stream, points, base_idx, scalars, scalar_idx, n, mont, out,
+                        device, stream, points, base_idx, scalars, scalar_idx, n, form, out,
                     )
                 }
             }
@@ -160,7 +160,7 @@ pub fn msm<C: GpuCurve>(
             base,
             scalars.at::<Fr>(scalar_offset),
             n,
-            form == ScalarForm::Montgomery,
+            form,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;
@@ -206,7 +206,7 @@ pub fn msm_gathered_range<C: GpuCurve>(
             scalars.at(0),
             scalar_idx.at::<u32>(terms.start),
             terms.len(),
-            form == ScalarForm::Montgomery,
+            form,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;

@@ -58,4 +58,8 @@ public:
     inline operator T*() const { return ptr; }
 };
 
+// How the scalars an MSM reads are encoded. Mirrors Rust's
+// `cuzk_kernels::ScalarForm` (a u32 across the boundary).
+enum cuzk_scalar_form : uint32_t { CUZK_CANONICAL = 0, CUZK_MONTGOMERY = 1 };
+
 #endif

@@ -31,9 +31,6 @@ struct cuzk_msm_tuning {
     bool profile;            // each phase's device time to stderr
 };
 
-// Mirrors Rust's `cuzk_kernels::ScalarForm`.
-enum cuzk_scalar_form : uint32_t { CUZK_CANONICAL = 0, CUZK_MONTGOMERY = 1 };
-
 // Mirrors Rust's `cuzk_kernels::FixedMsmArgs`: sum(bases[i_k] * scalars[j_k])
 // for k < n over `table`, i_k = base_idx[k] (or base_off + k when null), j_k
 // = scalar_idx[k] (or k); `max_entries` bounds the pairs sorted at once (0:
@@ -46,7 +43,7 @@ struct cuzk_fixed_msm_args {
     const uint32_t* scalar_idx;
     uint64_t n;
     uint64_t max_entries;
-    uint32_t form;
+    cuzk_scalar_form form;
     cuzk_msm_tuning tuning;
 };
 

@@ -10,7 +10,7 @@ typedef msm_t<bucket_t, point_t, affine_t, scalar_t> msm_type;
 // sppark's msm_t, after the work queued on the caller's stream (it runs on
 // the device's shared streams and returns when its result is on the host).
 static void dense_msm(int device, void* stream, const affine_t* d_points,
-                      const scalar_t* d_scalars, size_t n, bool mont, point_t* out)
+                      const scalar_t* d_scalars, size_t n, cuzk_scalar_form form, point_t* out)
 {
     out->inf();
     if (n == 0)
@@ -21,17 +21,17 @@ static void dense_msm(int device, void* stream, const affine_t* d_points,
     msm_type msm{nullptr, n, sizeof(affine_t), device};
     dev_ptr_t<affine_t> points{const_cast<affine_t*>(d_points), n};
     dev_ptr_t<scalar_t> scalars{const_cast<scalar_t*>(d_scalars), n};
-    RustError err = msm.invoke(*out, points, n, scalars, mont);
+    RustError err = msm.invoke(*out, points, n, scalars, form == CUZK_MONTGOMERY);
     if (err.code != cudaSuccess)
         throw cuda_error{err.code, err.message ? err.message : "msm failed"};
 }
 
 // sum(points[i] * scalars[i]) for i < n.
 extern "C" RustError CUZK_FN(msm)(int device, void* stream, const affine_t* d_points,
-                                  const scalar_t* d_scalars, size_t n, bool mont, point_t* out)
+                                  const scalar_t* d_scalars, size_t n, cuzk_scalar_form form, point_t* out)
 {
     CUZK_TRY
-    dense_msm(device, stream, d_points, d_scalars, n, mont, out);
+    dense_msm(device, stream, d_points, d_scalars, n, form, out);
     CUZK_CATCH
 }
 
@@ -40,7 +40,7 @@ extern "C" RustError CUZK_FN(msm)(int device, void* stream, const affine_t* d_po
 extern "C" RustError CUZK_FN(msm_gathered)(int device, void* stream, const affine_t* d_points,
                                            const uint32_t* d_base_idx,
                                            const scalar_t* d_scalars, const uint32_t* d_scalar_idx,
-                                           size_t n, bool mont, point_t* out)
+                                           size_t n, cuzk_scalar_form form, point_t* out)
 {
     CUZK_TRY
     out->inf();
@@ -55,7 +55,7 @@ extern "C" RustError CUZK_FN(msm_gathered)(int device, void* stream, const affin
            d_base_idx, n);
     gather(s, (scalar_t*)sc, d_scalars, d_scalar_idx, n);
     dense_msm(device, stream, reinterpret_cast<const affine_t*>((affine_t::mem_t*)pts),
-              (scalar_t*)sc, n, mont, out);
+              (scalar_t*)sc, n, form, out);
     CUZK_CATCH
 }
 

@@ -321,15 +321,15 @@ kernels! {
     fn cuzk_pointwise(device: i32, stream: *mut c_void, a: *mut Fr, b: *const Fr, op: u32, z_inv: *const Fr, n: usize);
     /// A natural-order NTT of device data (tests).
     fn cuzk_ntt(device: i32, stream: *mut c_void, x: *mut Fr, lg: u32, inverse: bool, coset: bool);
-    /// G1: sum(points[i] * scalars[i]); `mont` says whether scalars are in Montgomery form.
+    /// G1: sum(points[i] * scalars[i]); `form` says how the scalars are encoded.
     /// Ordered after the work on `stream`; returns with the result on the host.
-    fn cuzk_g1_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g1_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, form: ScalarForm, out: *mut c_void);
     /// G1: the gathered tail MSM over packed significant terms (gathered on `stream`).
-    fn cuzk_g1_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g1_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, form: ScalarForm, out: *mut c_void);
     /// G1: sum(points[idx[k]]), by batch addition on `stream`.
     fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
-    fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, mont: bool, out: *mut c_void);
-    fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, mont: bool, out: *mut c_void);
+    fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, form: ScalarForm, out: *mut c_void);
+    fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, form: ScalarForm, out: *mut c_void);
     /// Pre-compiled constraints: a, b, c as `args` describes; returns, the
     /// stream synchronised, with the first row where a·b ≠ c in
     /// `first_bad` (`u32::MAX` if none).
