@@ -100,6 +100,18 @@ impl LeasePool {
     /// first), creating its slot on first use.
     pub(crate) async fn acquire(&self, priority: u8) -> anyhow::Result<DeviceLease> {
         let permit = self.inner.permits.acquire(priority).await;
+        self.lease(Some(permit))
+    }
+
+    /// A lease at once, beyond the pool's bound if every lease is out: for
+    /// express items where slots hold no device state (the CPU backend),
+    /// whose bound only paces bulk partitions. Its slot joins the free ones
+    /// when it comes back.
+    pub(crate) fn acquire_beyond_bound(&self) -> anyhow::Result<DeviceLease> {
+        self.lease(None)
+    }
+
+    fn lease(&self, permit: Option<RankedPermit>) -> anyhow::Result<DeviceLease> {
         let inner = &self.inner;
         let reused = inner.free.lock().unwrap().pop();
         let slot = match reused {
@@ -138,7 +150,8 @@ impl LeasePool {
 pub struct DeviceLease {
     slot: Option<Box<dyn DeviceSlot>>,
     pool: Arc<PoolInner>,
-    _permit: RankedPermit,
+    /// None for a lease beyond the bound (`acquire_beyond_bound`).
+    _permit: Option<RankedPermit>,
 }
 
 impl DeviceLease {

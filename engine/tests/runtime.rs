@@ -650,8 +650,9 @@ async fn a_critical_job_overtakes_a_backlog_held_in_full_edges() {
 }
 
 /// Where device work runs on CPU pools (the CPU backend), express workers
-/// skip the device lock: a CRITICAL job runs both its device stages while a
-/// bulk item's device stage holds the lock, instead of waiting it out. The
+/// skip the device lock and the leases' bound: a CRITICAL job runs both its
+/// device stages while a bulk item's device stage holds the lock and the
+/// only lease, instead of waiting it out. The
 /// bulk stage here blocks until the critical job has finished, so the job
 /// finishing at all shows it never waited for the lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -672,11 +673,24 @@ async fn past_interlocks_a_critical_job_runs_beside_a_stage_holding_the_lock() {
         .with("ntt", device_stage("ntt"))
         .with("g2", device_stage("g2"));
     let spec = GraphSpec::new("past")
-        .node(NodeSpec::new("ntt", "ntt", "GPU").pool("b").holds("device"))
-        .node(NodeSpec::new("g2", "g2", "B_G2").pool("b").holds("device"))
+        .node(
+            NodeSpec::new("ntt", "ntt", "GPU")
+                .pool("b")
+                .per_device()
+                .takes("mem")
+                .holds("device"),
+        )
+        .node(
+            NodeSpec::new("g2", "g2", "B_G2")
+                .pool("b")
+                .per_device()
+                .holds("device")
+                .releases("mem"),
+        )
         .edge(SOURCE, "ntt", 1)
         .edge("ntt", "g2", 1)
-        .resource(ResourceSpec::lock("device"));
+        .resource(ResourceSpec::device_lease("mem").size(1))
+        .resource(ResourceSpec::lock("device").per_device());
     let pools = pools().with(cuzk_engine::pool::EXPRESS, 2).unwrap();
     let rt = RuntimeBuilder::new(spec, stages, pools)
         .express_past_interlocks(true)

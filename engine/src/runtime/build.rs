@@ -85,11 +85,12 @@ impl<T: Send + 'static> RuntimeBuilder<T> {
     }
 
     /// Whether express workers skip the graph's interlocks (the locks,
-    /// semaphores and gates nodes hold or wait for). Right where device
+    /// semaphores and gates nodes hold or wait for) and take a device lease
+    /// beyond the pool's bound when bulk partitions hold them all. Right where device
     /// work runs on CPU pools (the CPU backend): there an interlock only
     /// orders CPU work, and a WinningPoSt waiting for it waits out a whole
     /// PoRep stage, while sharing the cores costs it a fraction of that.
-    /// Off by default: a GPU's lock guards its memory and streams.
+    /// Off by default: a GPU's lock and leases guard its memory and streams.
     pub fn express_past_interlocks(mut self, on: bool) -> Self {
         self.express_past_interlocks = on;
         self
