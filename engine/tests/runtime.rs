@@ -674,8 +674,11 @@ async fn past_interlocks_a_critical_job_runs_beside_a_stage_holding_the_lock() {
         .with("g2", device_stage("g2"));
     let spec = GraphSpec::new("past")
         .node(
+            // A second worker sits idle: it may pick the critical job
+            // before the express worker does, and must let it past too.
             NodeSpec::new("ntt", "ntt", "GPU")
                 .pool("b")
+                .workers(2)
                 .per_device()
                 .takes("mem")
                 .holds("device"),

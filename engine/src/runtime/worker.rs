@@ -173,8 +173,8 @@ impl<T: Send + 'static> Worker<T> {
         }
         let mut held = Vec::with_capacity(spec.holds.len());
         let mut kept = std::mem::take(&mut env.kept);
-        // Interlocks an express worker skips (nothing held, nothing passed).
-        let past = self.express && shared.express_past_interlocks;
+        // Interlocks a CRITICAL item skips (nothing held, nothing passed).
+        let past = self.past_interlocks(&env);
         let (holds, gates): (&[String], &[String]) = if past {
             (&[], &[])
         } else {
@@ -231,6 +231,14 @@ impl<T: Send + 'static> Worker<T> {
             }
             tokio::time::sleep(left.min(Duration::from_millis(500))).await;
         }
+    }
+
+    /// Whether `env` skips interlocks and lease bounds and runs on the
+    /// express pool: a CRITICAL item where the runtime lets them past
+    /// (`RuntimeBuilder::express_past_interlocks`), whichever worker picked
+    /// it (an idle bulk worker may take one before the express worker does).
+    fn past_interlocks(&self, env: &Envelope<T>) -> bool {
+        self.shared.express_past_interlocks && (self.express || env.is_critical())
     }
 
     /// Releases what the stage held, except that a CRITICAL item keeps the
@@ -298,9 +306,9 @@ impl<T: Send + 'static> Worker<T> {
             .expect("validated: leases are taken on per-device nodes");
         let pool = &shared.leases[name][device];
         let priority = env.job.priority;
-        // Past interlocks, an express item does not wait for bulk
+        // Past interlocks, a CRITICAL item does not wait for bulk
         // partitions' leases either: they hold no device state there.
-        let past = self.express && shared.express_past_interlocks;
+        let past = self.past_interlocks(env);
         let lease = if past && pool.is_exhausted() {
             pool.acquire_beyond_bound()
         } else if pool.is_exhausted() {
@@ -361,7 +369,8 @@ impl<T: Send + 'static> Worker<T> {
         let stage = rt.stage.clone();
         let node_name: Arc<str> = Arc::from(rt.spec.name.as_str());
         let worker = self.index;
-        let pool = match (&shared.express_pool, self.express) {
+        let express = self.express || self.past_interlocks(&env);
+        let pool = match (&shared.express_pool, express) {
             (Some(express), true) => express,
             _ => &rt.pool,
         };
