@@ -238,7 +238,8 @@ impl<T: Send + 'static> Worker<T> {
     /// (`RuntimeBuilder::express_past_interlocks`), whichever worker picked
     /// it (an idle bulk worker may take one before the express worker does).
     fn past_interlocks(&self, env: &Envelope<T>) -> bool {
-        self.shared.express_past_interlocks && (self.express || env.is_critical())
+        // Express workers take CRITICAL items only: the item decides.
+        self.shared.express_past_interlocks && env.is_critical()
     }
 
     /// Releases what the stage held, except that a CRITICAL item keeps the
