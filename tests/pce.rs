@@ -252,3 +252,105 @@ async fn deferred_abc_leaves_them_out_of_the_arena() {
         assert!(abc == [want.a.clone(), want.b.clone(), want.c.clone()]);
     }
 }
+
+/// A circuit that records its matrices without values, as Filecoin's do
+/// ([`ProvableCircuit::record_matrices`]): here in one part.
+#[derive(Clone)]
+struct InParts(Squaring);
+
+impl ProvableCircuit for InParts {
+    fn synthesize_into(
+        self: Box<Self>,
+        cs: &mut cuzk::stages::cs::ArenaCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn synthesize_witness(
+        self: Box<Self>,
+        cs: &mut cuzk::stages::pce::WitnessCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn synthesize_recording(
+        self: Box<Self>,
+        cs: &mut cuzk::stages::pce::RecordingCs<'_>,
+    ) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+    fn record_matrices(
+        &self,
+        cs: &mut cuzk::stages::setup::MatrixCs,
+    ) -> Option<Result<(), SynthesisError>> {
+        Some(self.0.clone().synthesize(cs))
+    }
+    fn duplicate(&self) -> Option<Box<dyn ProvableCircuit>> {
+        Some(Box::new(self.clone()))
+    }
+    fn shape(self: Box<Self>) -> Result<cuzk::stages::CircuitShape, SynthesisError> {
+        cuzk::stages::shape_of(self.0)
+    }
+}
+
+/// Where the first partition records in parts (no arena needed) and a, b
+/// and c are left to the device, it too gets the witness-only arena: a full
+/// one would stay page-locked at its size (19 GiB rather than 7 at 32 GiB
+/// PoRep) for the rest of the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recording_in_parts_leaves_the_first_partition_witness_only() {
+    use common::pce::synthesize_noted;
+    use cuzk::stages::synth_pce::SynthPce;
+    let blank = Squaring {
+        rounds: 100,
+        x: None,
+        duplicate: false,
+        bias: 0,
+    };
+    let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rand::rngs::OsRng).unwrap();
+    let srs = Arc::new(Srs::from_parameters(params));
+    let circuits = || -> Vec<Box<dyn ProvableCircuit>> {
+        (3..6u64)
+            .map(|x| {
+                Box::new(InParts(Squaring {
+                    rounds: 100,
+                    x: Some(Scalar::from(x)),
+                    duplicate: false,
+                    bias: 0,
+                })) as Box<dyn ProvableCircuit>
+            })
+            .collect()
+    };
+    let classic = synthesize("synth", Arc::default(), &srs, circuits()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(PceCache::new(Some(dir.path().into())));
+    let mut stages = cuzk::stages::cpu_stages(cache.clone());
+    let deferred = SynthPce {
+        cache: cache.clone(),
+        defer_abc: true,
+    };
+    stages.register("synth_deferred", Arc::new(deferred));
+    let got = synthesize_noted(
+        "synth_deferred",
+        "pce,abc,arena_bytes",
+        stages,
+        &srs,
+        circuits(),
+    )
+    .await;
+    let witness_only = cuzk::stages::partition::PartitionLayout::witness_only(srs.shape()).bytes;
+    assert_eq!(got[0].1[0].as_deref(), Some("recorded"));
+    for ((run, notes), (want, _)) in got.iter().zip(&classic) {
+        assert_eq!(
+            notes[1].as_deref(),
+            Some("device"),
+            "a, b, c left to the device"
+        );
+        assert_eq!(
+            notes[2].as_deref(),
+            Some(witness_only.to_string().as_str()),
+            "arena bytes"
+        );
+        assert!(run.a.is_empty() && run.b.is_empty() && run.c.is_empty());
+        assert!(run.z == want.z && run.densities == want.densities);
+        assert_eq!(run.public_inputs, want.public_inputs);
+    }
+}

@@ -24,7 +24,7 @@ use crate::pce::{Mismatch, Origin, PceCache, Recording, RecordingCs, WitnessCs, 
 use crate::scalars::as_scalars;
 use crate::setup::MatrixCs;
 use crate::srs::SrsShape;
-use crate::synth::{begin, done, full, slices, take_circuit};
+use crate::synth::{done, full, slices, take_circuit};
 
 #[derive(Clone)]
 pub struct SynthPce {
@@ -45,32 +45,52 @@ impl Stage<PartitionWork> for SynthPce {
             cx.arena()?.ensure_capacity(layout.bytes)?;
             return self.witness_or_full(w, cx, circuit, recording, Origin::Memory, layout);
         }
-        let (circuit, layout) = begin(w, cx)?;
+        // The arena is sized once the route is known: recording in parts
+        // needs none, and a partition going on witness-only would otherwise
+        // keep a full layout's page-locked arena (19 GiB rather than 7 at
+        // 32 GiB PoRep) for the rest of the run.
+        let circuit = take_circuit(w)?;
         let srs = w.srs.clone();
         let mut circuit = Some(circuit);
-        let mut recorded: Option<anyhow::Result<Synthesized>> = None;
-        let (recording, origin) = {
-            let view = cx.arena()?.view();
-            self.cache.get_or_record(&srs, || {
-                let c = circuit.take().expect("the circuit is here until used");
-                // In parts where the circuit can; this partition then goes
-                // the pre-compiled route as every later one does.
-                if let Some(rec) = record_in_parts(&*c, srs.id()) {
-                    circuit = Some(c);
-                    return Some(rec);
+        let mut recorded: Option<anyhow::Result<(Synthesized, PartitionLayout)>> = None;
+        let (recording, origin) = self.cache.get_or_record(&srs, || {
+            let c = circuit.take().expect("the circuit is here until used");
+            // In parts where the circuit can; this partition then goes
+            // the pre-compiled route as every later one does.
+            if let Some(rec) = record_in_parts(&*c, srs.id()) {
+                circuit = Some(c);
+                return Some(rec);
+            }
+            let layout = PartitionLayout::new(srs.shape());
+            let arena = match cx.arena() {
+                Ok(arena) => arena,
+                Err(e) => {
+                    recorded = Some(Err(e));
+                    return None;
                 }
-                let (result, rec) = record(c, slices(&view, &layout), &layout.shape, srs.id());
-                recorded = Some(result);
-                rec
-            })
-        };
+            };
+            if let Err(e) = arena.ensure_capacity(layout.bytes) {
+                recorded = Some(Err(e.into()));
+                return None;
+            }
+            let view = arena.view();
+            let (result, rec) = record(c, slices(&view, &layout), &layout.shape, srs.id());
+            recorded = Some(result.map(|out| (out, layout)));
+            rec
+        });
         if let Some(result) = recorded {
             cx.note("pce", origin.as_str());
-            done(w, cx, layout, result?);
+            let (out, layout) = result?;
+            done(w, cx, layout, out);
             return Ok(());
         }
         let circuit = circuit.expect("not used by recording");
         let recording = recording.expect("present unless this partition recorded");
+        let layout = match self.defer_abc {
+            true => PartitionLayout::witness_only(srs.shape()),
+            false => PartitionLayout::new(srs.shape()),
+        };
+        cx.arena()?.ensure_capacity(layout.bytes)?;
         self.witness_or_full(w, cx, circuit, recording, origin, layout)
     }
 }
