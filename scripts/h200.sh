@@ -112,11 +112,18 @@ porep32)
   # Device memory in use, sampled every 200 ms (the peak under a vram_budget).
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > /tmp/vram.txt 2>/dev/null &
   smi=$!
+  # The bench's resident set by kind, each second: where the host peak is.
+  ( while sleep 1; do p=$(pgrep -x cuzk | head -1) && [ -n "$p" ] \
+      && echo "$(date +%s) $(grep -E '^(VmRSS|RssAnon|RssFile|RssShmem):' /proc/$p/status | awk '{printf "%s %d ", $1, $2/1048576}')"; \
+    done > /tmp/rss.txt ) &
+  rss=$!
   env $gpu_env RUST_LOG=warn,cuzk_stages=info CUZK_FIL__PARAMETER_CACHE=/tmp/fil-32g CUZK_PIPELINE__VARIANT=pce_gpu \
       CUZK_ARENAS__COUNT=${ARENAS:-2} timeout $(( $(left) - 15 )) /usr/bin/time -f "bench: %e s, peak RSS %M KiB" \
       "$bin/cuzk" bench --quiet --c1 /tmp/syn32/c1-wrapper.json --miner 1000 -c ${PROOFS:-3} -j ${JOBS:-1} \
       --warmup ${WARMUP:-1} --waterfall "$out/wf/porep32" --timeline "$out/porep32.timeline" > "$out/porep32.log" 2>&1
-  kill $smi 2>/dev/null
+  kill $smi $rss 2>/dev/null
+  cp /tmp/rss.txt "$out/porep32-rss.txt"
+  echo "host RSS (GiB) at its peak: $(sort -k3 -n /tmp/rss.txt | tail -1); first >= 90 GiB: $(awk '$3 >= 90' /tmp/rss.txt | head -1)"
   grep -v "INFO" "$out/porep32.log" | cut -c1-300 | tail -40
   grep "INFO" "$out/porep32.log" | cut -c1-300 | head -12
   echo "peak device memory in use: $(sort -n /tmp/vram.txt | tail -1) MiB (budget ${CUZK_GPU__VRAM_BUDGET:-default})"
@@ -206,8 +213,9 @@ small-vram)
   ;;
 tests)
   "$bin/cuzk" info
-  "$bin/gpu_ops" --test-threads 1 2>&1 | tail -9
-  "$bin/gpu_proofs" --test-threads 1 2>&1 | tail -7
+  # Every test's line: a failure is named, not cut off by a tail.
+  "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
   [ -x "$bin/pce" ] && "$bin/pce" --test-threads 1 --nocapture 2>&1 | grep -E "^test |test result|skipping|panicked"
   CUZK_MSM_G1=24 CUZK_MSM_G2= "$bin/msm" 2>&1
   ;;

@@ -46,6 +46,11 @@ pub struct BenchReport {
     pub latency_max_s: f64,
     pub stages: Vec<StageSummary>,
     pub peak_rss_bytes: u64,
+    /// The process's peak through the warm-up proofs (loading parameters,
+    /// recording the circuit), when `peak_rss_bytes` was started again after
+    /// them and so covers only the measured proofs.
+    #[serde(default)]
+    pub warmup_peak_rss_bytes: Option<u64>,
     /// Proofs whose every partition verified with bellperson's verifier (for
     /// Filecoin inputs, that Filecoin's verifier accepted).
     pub verified: usize,
@@ -225,6 +230,7 @@ pub async fn run(
         latency_max_s: latencies.last().copied().unwrap_or(0.0),
         stages: summarise(timings.iter().map(Vec::as_slice)),
         peak_rss_bytes: peak_rss_bytes().unwrap_or(0),
+        warmup_peak_rss_bytes: None,
         verified,
         gpu_utilisation: None,
         warmup: 0,
@@ -264,10 +270,14 @@ impl BenchReport {
                 u * 100.0
             ));
         }
-        out.push_str(&format!(
-            "peak RSS:   {}\n",
-            crate::report::mib(self.peak_rss_bytes)
-        ));
+        out.push_str(&match self.warmup_peak_rss_bytes {
+            Some(warm) => format!(
+                "peak RSS:   {} over the measured proofs, {} through the warm-up\n",
+                crate::report::mib(self.peak_rss_bytes),
+                crate::report::mib(warm)
+            ),
+            None => format!("peak RSS:   {}\n", crate::report::mib(self.peak_rss_bytes)),
+        });
         out.push_str(&format!(
             "verified:   {}/{} proofs ({})\n",
             self.verified,

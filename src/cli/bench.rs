@@ -299,6 +299,7 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("{what} {done}/{of}: {s:.2} s, {verdict}");
         }
     };
+    let mut warmup_peak = None;
     if args.run.warmup > 0 {
         let w = args.run.warmup;
         let warm = rt
@@ -316,6 +317,12 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
             warm.proofs - warm.verified,
             warm.proofs
         );
+        // The first proof loads the parameters and records the circuit: its
+        // peak is told apart from the steady state's.
+        let peak = cuzk::report::peak_rss_bytes();
+        if cuzk::report::reset_peak_rss() {
+            warmup_peak = peak;
+        }
     }
     let mut report = rt.block_on(run_bench(
         &engine,
@@ -329,6 +336,7 @@ pub fn run(loaded: Loaded, args: Args) -> anyhow::Result<ExitCode> {
     ))?;
     bar.finish_and_clear();
     report.warmup = args.run.warmup;
+    report.warmup_peak_rss_bytes = warmup_peak;
     rt.block_on(engine.shutdown());
     drop(engine);
     if let Some(path) = &timeline {
