@@ -96,6 +96,9 @@ pub struct Core {
     drills: Vec<crate::faults::Fault>,
     /// Whether jobs keep failing on device faults.
     pub health: super::health::Health,
+    /// Threads that load parameters only bulk work waits for, niced as the
+    /// bulk pools are (`threads.bulk_nice`); `None` where that is 0.
+    bulk_loads: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl Core {
@@ -132,6 +135,8 @@ impl Core {
             .unwrap_or(usize::MAX)
             .min(engine.arena_stats().count)
             .max(1);
+        let gpu = engine.backend().choice == crate::backend::BackendChoice::Gpu;
+        let bulk_loads = bulk_load_pool(config.threads.bulk_nice_for(gpu))?;
         let core = Arc::new(Self {
             engine,
             srs: Arc::new(SrsCache::with_budget(srs_budget as usize)),
@@ -157,6 +162,7 @@ impl Core {
             partitions_in_flight,
             drills,
             health: Default::default(),
+            bulk_loads,
             config,
         });
         // Parameters the SRS budget evicts take their device copies and
@@ -455,7 +461,8 @@ impl Core {
                 .lock()
                 .unwrap()
                 .get_or_insert_with(Instant::now);
-            self.load_in_background(job.params.clone());
+            let critical = usize::from(job.priority) >= cuzk_engine::CRITICAL;
+            self.load_in_background(job.params.clone(), critical);
             return;
         };
         let bytes = per_partition * job.partitions.min(self.partitions_in_flight) as u64;
@@ -503,13 +510,18 @@ impl Core {
         }
     }
 
-    fn load_in_background(self: &Arc<Self>, path: PathBuf) {
+    /// Loads `path` off the async workers; for bulk work on the niced load
+    /// threads (a PoRep's parameters decoded on every core must not take
+    /// them from a WinningPoSt proving meanwhile). A CRITICAL job that
+    /// finds its parameters already loading for bulk work waits for that
+    /// load: WinningPoSt's parameters serve no other kind.
+    fn load_in_background(self: &Arc<Self>, path: PathBuf, critical: bool) {
         if !self.loading.lock().unwrap().insert(path.clone()) {
             return;
         }
         let core = self.clone();
         tokio::task::spawn_blocking(move || {
-            let result = core.srs.get(&path);
+            let result = run_load(core.bulk_loads.as_deref(), critical, || core.srs.get(&path));
             core.loading.lock().unwrap().remove(&path);
             if let Err(e) = result {
                 let why = format!("loading the parameters {}: {e:#}", path.display());
@@ -748,9 +760,53 @@ fn timings(job: &JobEntry, proof: &FilProof, srs_load: Duration) -> Timings {
     }
 }
 
+/// The load threads for bulk work: every core, `nice` levels below the
+/// process; none where `nice` is 0 (loads then run at the caller's level).
+fn bulk_load_pool(nice: u8) -> anyhow::Result<Option<Arc<rayon::ThreadPool>>> {
+    if nice == 0 {
+        return Ok(None);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut pools = cuzk_engine::CpuPools::new();
+    pools.add_niced("srs-load", cores, nice)?;
+    Ok(pools.get("srs-load"))
+}
+
+/// Runs a parameter load (its parallel decode included) on `pool` unless
+/// it is for CRITICAL work or there is no pool.
+fn run_load<T: Send>(
+    pool: Option<&rayon::ThreadPool>,
+    critical: bool,
+    load: impl FnOnce() -> T + Send,
+) -> T {
+    match pool {
+        Some(pool) if !critical => pool.install(load),
+        _ => load(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a load for bulk work decodes on runs niced, its parallel parts
+    /// included; a load for CRITICAL work runs at the caller's level.
+    #[test]
+    fn bulk_parameter_loads_run_niced_and_critical_ones_do_not() {
+        use cuzk_engine::pool::thread_nice;
+        use rayon::prelude::*;
+        let base = thread_nice();
+        let niced = (base + 7).min(19);
+        let pool = bulk_load_pool(7).unwrap().expect("a pool at nice 7");
+        assert_eq!(run_load(Some(&pool), false, thread_nice), niced);
+        let parts: Vec<i32> = run_load(Some(&pool), false, || {
+            (0..64).into_par_iter().map(|_| thread_nice()).collect()
+        });
+        assert!(parts.iter().all(|&n| n == niced), "{parts:?}");
+        assert_eq!(run_load(Some(&pool), true, thread_nice), base);
+        assert_eq!(run_load(None, false, thread_nice), base);
+        assert!(bulk_load_pool(0).unwrap().is_none());
+    }
 
     #[test]
     fn preload_paths_stay_inside_the_parameter_cache() {
