@@ -112,8 +112,8 @@ fn squaring(x: u64, duplicate: bool, bias: u64) -> Box<dyn ProvableCircuit> {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pce_equals_full_synthesis_for_the_example_circuit_and_a_changed_one_falls_back() {
+/// Random parameters for the squaring circuit's shape.
+fn squaring_srs() -> Arc<Srs> {
     let blank = Squaring {
         rounds: 100,
         x: None,
@@ -121,7 +121,12 @@ async fn pce_equals_full_synthesis_for_the_example_circuit_and_a_changed_one_fal
         bias: 0,
     };
     let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rand::rngs::OsRng).unwrap();
-    let srs = Arc::new(Srs::from_parameters(params));
+    Arc::new(Srs::from_parameters(params))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pce_equals_full_synthesis_for_the_example_circuit_and_a_changed_one_falls_back() {
+    let srs = squaring_srs();
     let dir = tempfile::tempdir().unwrap();
     matches_full_synthesis(&srs, dir.path(), || {
         vec![squaring(3, false, 0), squaring(5, false, 0)]
@@ -201,6 +206,30 @@ async fn a_damaged_recording_is_refused_before_the_device_reads_it() {
     assert!(Recording::open(&damaged).unwrap().is_none());
 }
 
+/// `circuits` through pce_gpu's synthesis (a, b and c left to the device)
+/// with `cache`: each partition's arena and its `pce`, `abc` and
+/// `arena_bytes` notes.
+async fn synthesize_deferred(
+    cache: &Arc<PceCache>,
+    srs: &Arc<Srs>,
+    circuits: Vec<Box<dyn ProvableCircuit>>,
+) -> Vec<(common::pce::Captured, Vec<Option<String>>)> {
+    let mut stages = cuzk::stages::cpu_stages(cache.clone());
+    let deferred = cuzk::stages::synth_pce::SynthPce {
+        cache: cache.clone(),
+        defer_abc: true,
+    };
+    stages.register("synth_deferred", Arc::new(deferred));
+    common::pce::synthesize_noted(
+        "synth_deferred",
+        "pce,abc,arena_bytes",
+        stages,
+        srs,
+        circuits,
+    )
+    .await
+}
+
 /// A graph that leaves a, b and c to the device (pce_gpu's synth_witness)
 /// gives partitions after the recording an arena without them: smaller by
 /// three domains of scalars, holding the same assignment and densities as
@@ -208,27 +237,12 @@ async fn a_damaged_recording_is_refused_before_the_device_reads_it() {
 /// full synthesis's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deferred_abc_leaves_them_out_of_the_arena() {
-    use common::pce::synthesize_noted;
-    use cuzk::stages::synth_pce::SynthPce;
     let srs = common::srs(Workload::Chain, 10);
     let dir = tempfile::tempdir().unwrap();
     let circuits = || native_circuits(Workload::Chain, 10, 3, 21);
     let classic = synthesize("synth", Arc::default(), &srs, circuits()).await;
     let cache = Arc::new(PceCache::new(Some(dir.path().into())));
-    let mut stages = cuzk::stages::cpu_stages(cache.clone());
-    let deferred = SynthPce {
-        cache: cache.clone(),
-        defer_abc: true,
-    };
-    stages.register("synth_deferred", Arc::new(deferred));
-    let got = synthesize_noted(
-        "synth_deferred",
-        "pce,abc,arena_bytes",
-        stages,
-        &srs,
-        circuits(),
-    )
-    .await;
+    let got = synthesize_deferred(&cache, &srs, circuits()).await;
     let bytes = |notes: &[Option<String>]| notes[2].as_deref().unwrap().parse::<usize>().unwrap();
     let shape = srs.shape();
     assert_eq!(got[0].1[0].as_deref(), Some("recorded"));
@@ -297,16 +311,7 @@ impl ProvableCircuit for InParts {
 /// PoRep) for the rest of the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recording_in_parts_leaves_the_first_partition_witness_only() {
-    use common::pce::synthesize_noted;
-    use cuzk::stages::synth_pce::SynthPce;
-    let blank = Squaring {
-        rounds: 100,
-        x: None,
-        duplicate: false,
-        bias: 0,
-    };
-    let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rand::rngs::OsRng).unwrap();
-    let srs = Arc::new(Srs::from_parameters(params));
+    let srs = squaring_srs();
     let circuits = || -> Vec<Box<dyn ProvableCircuit>> {
         (3..6u64)
             .map(|x| {
@@ -322,20 +327,7 @@ async fn recording_in_parts_leaves_the_first_partition_witness_only() {
     let classic = synthesize("synth", Arc::default(), &srs, circuits()).await;
     let dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(PceCache::new(Some(dir.path().into())));
-    let mut stages = cuzk::stages::cpu_stages(cache.clone());
-    let deferred = SynthPce {
-        cache: cache.clone(),
-        defer_abc: true,
-    };
-    stages.register("synth_deferred", Arc::new(deferred));
-    let got = synthesize_noted(
-        "synth_deferred",
-        "pce,abc,arena_bytes",
-        stages,
-        &srs,
-        circuits(),
-    )
-    .await;
+    let got = synthesize_deferred(&cache, &srs, circuits()).await;
     let witness_only = cuzk::stages::partition::PartitionLayout::witness_only(srs.shape()).bytes;
     assert_eq!(got[0].1[0].as_deref(), Some("recorded"));
     for ((run, notes), (want, _)) in got.iter().zip(&classic) {
