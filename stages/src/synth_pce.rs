@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use cuzk_engine::{Stage, StageContext};
+use cuzk_engine::{ArenaView, Stage, StageContext};
 
 use crate::circuit::ProvableCircuit;
 use crate::cs::{ArenaCs, CsError, Finished, Synthesized, check_finished, finish};
@@ -35,20 +35,11 @@ pub struct SynthPce {
 
 impl Stage<PartitionWork> for SynthPce {
     fn run(&self, w: &mut PartitionWork, cx: &mut StageContext<'_>) -> anyhow::Result<()> {
-        // a, b and c left to the device from a recording already in memory:
-        // the arena needs no room for them.
-        if self.defer_abc
-            && let Some(recording) = self.cache.resident(&w.srs)
-        {
-            let circuit = take_circuit(w)?;
-            let layout = PartitionLayout::witness_only(w.srs.shape());
-            cx.arena()?.ensure_capacity(layout.bytes)?;
-            return self.witness_or_full(w, cx, circuit, recording, Origin::Memory, layout);
-        }
         // The arena is sized once the route is known: recording in parts
-        // needs none, and a partition going on witness-only would otherwise
-        // keep a full layout's page-locked arena (19 GiB rather than 7 at
-        // 32 GiB PoRep) for the rest of the run.
+        // needs none, and a partition going on witness-only (a, b and c left
+        // to the device) would otherwise keep a full layout's page-locked
+        // arena (19 GiB rather than 7 at 32 GiB PoRep) for the rest of the
+        // run. A recording already in memory or on disk is returned at once.
         let circuit = take_circuit(w)?;
         let srs = w.srs.clone();
         let mut circuit = Some(circuit);
@@ -62,18 +53,13 @@ impl Stage<PartitionWork> for SynthPce {
                 return Some(rec);
             }
             let layout = PartitionLayout::new(srs.shape());
-            let arena = match cx.arena() {
-                Ok(arena) => arena,
+            let view = match sized_view(cx, &layout) {
+                Ok(view) => view,
                 Err(e) => {
                     recorded = Some(Err(e));
                     return None;
                 }
             };
-            if let Err(e) = arena.ensure_capacity(layout.bytes) {
-                recorded = Some(Err(e.into()));
-                return None;
-            }
-            let view = arena.view();
             let (result, rec) = record(c, slices(&view, &layout), &layout.shape, srs.id());
             recorded = Some(result.map(|out| (out, layout)));
             rec
@@ -140,6 +126,16 @@ impl SynthPce {
         }
         Ok(())
     }
+}
+
+/// The partition's arena, grown to `layout` if need be.
+fn sized_view<'a>(
+    cx: &'a mut StageContext<'_>,
+    layout: &PartitionLayout,
+) -> anyhow::Result<ArenaView<'a>> {
+    let arena = cx.arena()?;
+    arena.ensure_capacity(layout.bytes)?;
+    Ok(arena.view())
 }
 
 /// The circuit's recording from its matrices recorded without values, its

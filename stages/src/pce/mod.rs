@@ -278,14 +278,6 @@ impl PceCache {
         (Some(r), Origin::Recorded)
     }
 
-    /// The recording for `srs` if it is in memory now; None, without
-    /// waiting, while another partition is making it.
-    pub fn resident(&self, srs: &Srs) -> Option<Arc<Recording>> {
-        let slot = self.slots.lock().unwrap().get(&srs.id())?.clone();
-        let held = slot.try_lock().ok()?;
-        held.clone()
-    }
-
     /// Forgets an SRS's recording (its file stays).
     pub fn evict(&self, srs: &Srs) {
         self.slots.lock().unwrap().remove(&srs.id());
