@@ -35,6 +35,7 @@
 #   scripts/h200.sh small-vram (streamed SRS: list kernels, GPU proof tests, chain 2^24 x 2 resident / 16 GiB budget /
 #                               streamed under 16 GiB and 4 GiB, peak device memory)
 #   scripts/h200.sh msm-porep  (one PoRep query's MSMs with PoRep's bit-heavy scalars: lists, ones, tail vs one dense msm_t)
+#   scripts/h200.sh dense      (GPU tests; dense G1 MSMs at 2^26 and 2^27 on our Pippenger, runs stored vs added, vs msm_t)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -210,6 +211,20 @@ small-vram)
     kill $smi; wait $smi 2>/dev/null
     echo "$name: peak device memory $(sort -n "$out/vram-$name.txt" | tail -1) MiB"
   done
+  ;;
+dense)
+  # #27: dense MSMs on our Pippenger over the points as they are (runs stored
+  # into buckets zeroed per chunk, and added in place as before) against
+  # msm_t at a 32 GiB partition's sizes, every result compared; then the GPU
+  # tests; with PROFILE=1 where the time goes (CUDA events) at 2^26.
+  [ -x "$bin/cuzk" ] && "$bin/cuzk" info 2>&1 | head -4
+  CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} CUZK_MSM_PLAIN_WINDOWS=${WINDOWS:-14,16,18,20} \
+      timeout ${BENCH_S:-260} "$bin/msm" 2>&1 | grep -vE "^fixed msm"
+  timeout $(( $(left) - 90 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  timeout $(( $(left) - 40 )) "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  [ -x "$bin/pce" ] && timeout $(( $(left) - 5 )) "$bin/pce" --test-threads 1 2>&1 | grep -E "^test |test result|skipping|panicked"
+  [ "${PROFILE:-0}" = 1 ] && CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=14,20 CUZK_MSM_PROFILE=1 \
+      timeout $(( $(left) - 5 )) "$bin/msm" 2>&1 | grep -E "^fixed msm|window" | cut -c1-300
   ;;
 tests)
   "$bin/cuzk" info

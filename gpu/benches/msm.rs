@@ -18,7 +18,10 @@
 //! bucket over threads where `msm_t` gives each bucket one thread.
 //! CUZK_MSM_POREP_REPEAT makes that share of the tail's scalars one value
 //! (a witness that repeats values: a synthetic sector's default subtree
-//! hashes), so the tail's buckets are skewed.
+//! hashes), so the tail's buckets are skewed. CUZK_MSM_PLAIN_G1 and
+//! CUZK_MSM_PLAIN_G2 list sizes for dense MSMs on our Pippenger over the
+//! points as they are (no copies; windows CUZK_MSM_PLAIN_WINDOWS), runs
+//! stored against runs added in place, against `msm_t` (default: none).
 
 use std::time::Instant;
 
@@ -201,6 +204,78 @@ where
              (pairs {p:.2} ms; window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
             s / o,
             table.bytes() as f64 / (1u64 << 30) as f64,
+        );
+    }
+}
+
+/// Dense MSMs on our Pippenger over the points as they are (no precomputed
+/// copies), at each window of CUZK_MSM_PLAIN_WINDOWS: runs stored into
+/// buckets zeroed per chunk (the default) and added in place (the earlier
+/// way), against sppark's `msm_t`, interleaved; every result compared.
+fn plain<C, P>(name: &str, stream: &Stream, lg: u32)
+where
+    C: FixedCurve<Projective = P>,
+    P: Group + Curve + Send + PartialEq + std::fmt::Debug,
+    P::AffineRepr: Default + Clone + Send + Copy,
+{
+    let n = 1usize << lg;
+    let started = Instant::now();
+    let (pts, sc) = (points::<P>(n), scalars(n));
+    let d_points = DeviceBuffer::upload(stream, &pts).unwrap();
+    let d_scalars = DeviceBuffer::upload(stream, &sc).unwrap();
+    stream.sync().unwrap();
+    drop((pts, sc));
+    println!(
+        "{name} dense 2^{lg}: points and scalars made and uploaded in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let dense = || FixedTerms::Dense {
+        base_offset: 0,
+        scalar_offset: 0,
+    };
+    let mont = ops::ScalarForm::Montgomery;
+    let sppark = || ops::msm::<C>(stream, &d_points, 0, C::POINT_BYTES, &d_scalars, 0, n, mont);
+    let expect = sppark().unwrap();
+    let reps = if lg >= 26 { 3 } else { 5 };
+    let t_sppark = time(reps, || sppark().unwrap());
+    for window in sizes("CUZK_MSM_PLAIN_WINDOWS", "14,16,18,20") {
+        let table = MsmTable::plain(n, window);
+        let ours = |runs_added: bool| {
+            let tuning = fixed::MsmTuning {
+                runs_added,
+                ..fixed::tuning()
+            };
+            fixed::msm_fixed_tuned::<C>(
+                stream,
+                &d_points,
+                &table,
+                dense(),
+                &d_scalars,
+                n,
+                mont,
+                0,
+                tuning,
+            )
+            .unwrap()
+        };
+        for added in [false, true] {
+            assert_eq!(
+                ours(added),
+                expect,
+                "{name} 2^{lg} window {window}: ours (runs added: {added}) agrees with sppark"
+            );
+        }
+        let (mut st, mut ad) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            st.push(time(1, || ours(false)));
+            ad.push(time(1, || ours(true)));
+        }
+        let (st, ad) = (median(st), median(ad));
+        println!(
+            "{name} dense 2^{lg} window {window}: runs stored {st:8.2} ms   runs added {ad:8.2} ms   \
+             sppark msm_t {t_sppark:8.2} ms   stored vs msm_t {:.2}x   stored vs added {:.2}x",
+            t_sppark / st,
+            ad / st,
         );
     }
 }
@@ -390,6 +465,12 @@ fn main() {
     let stream = Stream::new(device).unwrap();
     group::<G1, G1Projective>("G1", &stream, &sizes("CUZK_MSM_G1", "20,22,24,26"));
     group::<G2, G2Projective>("G2", &stream, &sizes("CUZK_MSM_G2", "20,22"));
+    for lg in sizes("CUZK_MSM_PLAIN_G1", "") {
+        plain::<G1, G1Projective>("G1", &stream, lg);
+    }
+    for lg in sizes("CUZK_MSM_PLAIN_G2", "") {
+        plain::<G2, G2Projective>("G2", &stream, lg);
+    }
     for lg in sizes("CUZK_MSM_POREP_G1", "") {
         porep::<G1, G1Projective>("G1", &stream, lg);
     }

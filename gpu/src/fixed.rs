@@ -113,6 +113,51 @@ pub fn plain_window(n: usize) -> u32 {
     lg.saturating_sub(4).clamp(8, 16)
 }
 
+/// Dense MSMs from this many terms up run on our Pippenger over the points
+/// as they are (a plain table) rather than on sppark's `msm_t`, when no
+/// table of copies serves them. Runs stored into buckets zeroed per chunk
+/// (rather than added where they end) made wide windows pay; see
+/// [`dense_window`] for the measurements.
+/// Off (2^40, beyond any SRS) until measured on a card.
+pub const DENSE_MIN_TERMS: usize = 1 << 40;
+
+/// The window of a dense plain-table MSM of `n` terms.
+pub fn dense_window(n: usize) -> u32 {
+    let lg = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
+    lg.saturating_sub(6).clamp(8, 20)
+}
+
+/// The kernel's default bound on the digits sorted at once.
+pub const MAX_ENTRIES: usize = 1 << 28;
+
+/// Device scratch of an MSM of `n` terms over a plain table at `window`,
+/// sorting at most `max_entries` digits at a time, as the kernel lays it
+/// out: keys and values twice (the radix sort's double buffer), 16 bytes a
+/// digit, with 2 more for the sort's own storage; the buckets (XYZZ, twice
+/// a point's bytes), twice when the scalars run in more than one chunk.
+pub fn plain_scratch_bytes(n: usize, point_bytes: usize, window: u32, max_entries: usize) -> usize {
+    let nwin = windows(window) as usize;
+    let chunk = (max_entries / nwin).clamp(1, n.max(1));
+    let buckets = ((nwin << (window - 1)) + 1) * 2 * point_bytes;
+    chunk * nwin * 18 + buckets * if chunk < n { 2 } else { 1 }
+}
+
+/// The digits a dense plain-table MSM of `n` terms sorts at once so its
+/// scratch fits `free` device bytes with a GiB to spare: [`MAX_ENTRIES`],
+/// halved until it fits; None when even 2^24 does not (sppark's `msm_t`,
+/// which needs less, runs then).
+pub fn plain_entries(n: usize, point_bytes: usize, window: u32, free: usize) -> Option<usize> {
+    let room = free.saturating_sub(1 << 30);
+    let mut entries = MAX_ENTRIES;
+    while plain_scratch_bytes(n, point_bytes, window, entries) > room {
+        entries /= 2;
+        if entries < 1 << 24 {
+            return None;
+        }
+    }
+    Some(entries)
+}
+
 /// Device bytes of a table's extra copies.
 pub fn table_bytes(n: usize, point_bytes: usize, copies: u32) -> usize {
     n * point_bytes * (copies as usize).saturating_sub(1)
@@ -217,6 +262,7 @@ impl MsmTable {
 }
 
 /// Which terms a fixed-base MSM combines.
+#[derive(Clone, Copy)]
 pub enum FixedTerms<'a> {
     /// `bases[base_offset + i] * scalars[scalar_offset + i]` for i < n.
     Dense {
@@ -362,8 +408,9 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// benchmarks' knobs read once from the environment (`CUZK_MSM_THREADS`:
 /// level-0 threads per SM; `CUZK_MSM_EDGE_SEG`: slots per segment above
 /// level 0; `CUZK_MSM_PAIRS=1`: level 0 in affine pairs; `CUZK_MSM_PROFILE`:
-/// each phase's device time to stderr). Passed to every launch: no kernel
-/// reads the environment.
+/// each phase's device time to stderr; `CUZK_MSM_RUNS_ADDED=1` or `0`: runs
+/// added in place, the earlier way, or stored into buckets zeroed per
+/// chunk). Passed to every launch: no kernel reads the environment.
 pub fn tuning() -> MsmTuning {
     static TUNING: std::sync::OnceLock<MsmTuning> = std::sync::OnceLock::new();
     *TUNING.get_or_init(|| tuning_from(|name| std::env::var(name).ok()))
@@ -382,6 +429,7 @@ pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
         edge_seg: number("CUZK_MSM_EDGE_SEG", d.edge_seg, 2),
         pairs: var("CUZK_MSM_PAIRS").as_deref() == Some("1"),
         profile: var("CUZK_MSM_PROFILE").is_some(),
+        runs_added: var("CUZK_MSM_RUNS_ADDED").map_or(d.runs_added, |v| v == "1"),
     }
 }
 
@@ -398,6 +446,35 @@ mod tests {
     }
 
     #[test]
+    fn dense_msms_sort_what_fits_the_free_memory() {
+        assert_eq!(dense_window(1 << 26), 20);
+        assert_eq!(dense_window(1 << 27), 20);
+        assert_eq!(dense_window(1 << 22), 16);
+        // 2^27 G1 terms at window 20: 13 windows, 2^28 digits a chunk (4.5
+        // GiB of keys and values), 6.8 M buckets of 192 bytes, twice.
+        let n = 1 << 27;
+        let full = plain_scratch_bytes(n, 96, 20, MAX_ENTRIES);
+        let buckets = ((13 << 19) + 1) * 192;
+        assert_eq!(full, (MAX_ENTRIES / 13) * 13 * 18 + 2 * buckets);
+        assert_eq!(
+            plain_entries(n, 96, 20, full + (1 << 30)),
+            Some(MAX_ENTRIES)
+        );
+        let half = plain_scratch_bytes(n, 96, 20, MAX_ENTRIES / 2);
+        assert_eq!(
+            plain_entries(n, 96, 20, half + (1 << 30)),
+            Some(MAX_ENTRIES / 2)
+        );
+        assert_eq!(plain_entries(n, 96, 20, 1 << 30), None);
+        // One chunk: the buckets once.
+        let small = 1 << 20;
+        assert_eq!(
+            plain_scratch_bytes(small, 96, 14, MAX_ENTRIES),
+            small * 19 * 18 + ((19 << 13) + 1) * 192
+        );
+    }
+
+    #[test]
     fn tuning_comes_from_rust_with_the_benchmarks_knobs() {
         let none = tuning_from(|_| None);
         assert_eq!(none, MsmTuning::default());
@@ -405,14 +482,16 @@ mod tests {
             "CUZK_MSM_THREADS" => Some("512".into()),
             "CUZK_MSM_EDGE_SEG" => Some("1".into()),
             "CUZK_MSM_PAIRS" => Some("1".into()),
+            "CUZK_MSM_RUNS_ADDED" => Some("0".into()),
             _ => None,
         });
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
-        assert!(knobs.pairs && !knobs.profile);
+        assert!(knobs.pairs && !knobs.runs_added && !knobs.profile);
+        assert_eq!(none.runs_added, MsmTuning::default().runs_added);
         let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
         assert_eq!(bad.threads_per_sm, 1024);
-        // The struct the kernels read: 4 + 4 + 1 + 1 bytes, padded to 12.
+        // The struct the kernels read: 4 + 4 + 1 + 1 + 1 bytes, padded to 12.
         assert_eq!(std::mem::size_of::<MsmTuning>(), 12);
     }
 

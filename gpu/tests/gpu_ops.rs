@@ -142,6 +142,48 @@ fn ntt_of_2_pow_27_matches_the_cpu_bit_for_bit() {
     }
 }
 
+/// A dense G1 MSM of 2^26 terms as the engine runs one without a table (our
+/// Pippenger over the points as they are, the engine's window, several
+/// chunks of scalars whose buckets join), against blst on every core, and
+/// against sppark's `msm_t`. A 32 GiB PoRep partition's H MSM is 2^27.
+#[test]
+fn dense_msm_of_2_pow_26_matches_blst() {
+    let Some(dev) = device() else { return };
+    let stream = Stream::new(dev).unwrap();
+    let lg = 26u32;
+    let n = 1usize << lg;
+    let bases: Vec<G1Affine> = (0..1u64 << (lg - 16))
+        .into_par_iter()
+        .flat_map_iter(|c| points::<G1Projective>(1 << 16, 26_000 + c))
+        .collect();
+    let s: Vec<Scalar> = (0..1u64 << (lg - 16))
+        .into_par_iter()
+        .flat_map_iter(|c| random_scalars(1 << 16, 26_500 + c))
+        .collect();
+    let canonical: Vec<[u8; 32]> = s.par_iter().map(|x| x.to_bytes_le()).collect();
+    let expect = cpu::msm::<cpu::G1>(Terms::Dense {
+        bases: g1_raw(&bases),
+        scalars: &canonical,
+    });
+    let d_bases = DeviceBuffer::upload(&stream, &bases).unwrap();
+    let d_scalars = DeviceBuffer::upload(&stream, &limbs(&s)).unwrap();
+    stream.sync().unwrap();
+    let window = fixed::dense_window(n);
+    let table = MsmTable::plain(n, window);
+    let dense = fixed::FixedTerms::Dense {
+        base_offset: 0,
+        scalar_offset: 0,
+    };
+    let got = fixed::msm_fixed::<G1>(&stream, &d_bases, &table, dense, &d_scalars, n, Montgomery)
+        .unwrap();
+    assert_eq!(
+        got, expect,
+        "dense G1 2^{lg}, window {window}, against blst"
+    );
+    let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
+    assert_eq!(sppark, expect, "msm_t G1 2^{lg} against blst");
+}
+
 /// Random a and b over 2^lg, c = a·b, and the CPU's H (Montgomery limbs).
 struct QuotientCase {
     a: Vec<Scalar>,
@@ -338,8 +380,8 @@ fn g2_msms_match_blst() {
 
 /// The fixed-base MSM of `s` against blst over each table of `bases` (copy 0
 /// on the device in `d_bases`): dense at offset 0 and 1 (Montgomery and
-/// canonical scalars), gathered (every third term, reversed) and, for
-/// the first table, in chunks of 1000 digits.
+/// canonical scalars), gathered (every third term, reversed) and in chunks
+/// of scalars, with runs stored and added.
 #[allow(clippy::too_many_arguments)]
 fn check_fixed<C, K>(
     stream: &Stream,
@@ -395,8 +437,18 @@ fn check_fixed<C, K>(
             fixed::msm_fixed::<C>(stream, d_bases, t, gathered, &d_canon, idx.len(), Canonical)
                 .unwrap();
         assert_eq!(got, expect_g, "fixed gathered {shape}");
-        if i == 0 {
-            let got = fixed::msm_fixed_chunked::<C>(
+        // In chunks of scalars (at least four once n is large): each later
+        // chunk's buckets stored apart and joined to the total, or every run
+        // added in place (the earlier way); the first table also in pairs.
+        let per_chunk = (n * fixed::windows(t.window()) as usize / 4).max(1000);
+        let ways = [(false, false), (true, false), (false, true)];
+        for (runs_added, pairs) in ways.into_iter().take(if i == 0 { 3 } else { 2 }) {
+            let tuning = fixed::MsmTuning {
+                runs_added,
+                pairs,
+                ..fixed::tuning()
+            };
+            let got = fixed::msm_fixed_tuned::<C>(
                 stream,
                 d_bases,
                 t,
@@ -404,24 +456,28 @@ fn check_fixed<C, K>(
                 &d_canon,
                 n,
                 Canonical,
-                1000,
+                per_chunk,
+                tuning,
             )
             .unwrap();
-            assert_eq!(got, expect, "fixed dense in chunks {shape}");
+            assert_eq!(
+                got, expect,
+                "fixed dense in chunks of {per_chunk} digits {shape}, runs added: {runs_added}, pairs: {pairs}"
+            );
         }
     }
 }
 
 /// Tables of full size, with fewer copies than windows (their groups joined
 /// on the host), and with a narrow window; and plain ones (no copies: the
-/// engine's Pippenger for gathered MSMs without a table), as the engine
-/// sizes them and narrow.
+/// engine's Pippenger for gathered and dense MSMs without a table), as the
+/// engine sizes them and narrow.
 fn tables<C: FixedCurve>(stream: &Stream, d_bases: &DeviceBuffer, n: usize) -> Vec<MsmTable> {
     let (window, copies) = fixed::plan(n, C::POINT_BYTES, usize::MAX).unwrap();
     let built = [(window, copies), (window, 3), (9, 5)]
         .into_iter()
         .map(|(w, c)| MsmTable::build::<C>(stream, d_bases, n, w, c).unwrap());
-    let plain = [fixed::plain_window(n), 9].map(|w| MsmTable::plain(n, w));
+    let plain = [fixed::plain_window(n), fixed::dense_window(n), 9].map(|w| MsmTable::plain(n, w));
     built.chain(plain).collect()
 }
 

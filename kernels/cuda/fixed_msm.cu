@@ -29,6 +29,7 @@ struct cuzk_msm_tuning {
     uint32_t edge_seg;       // slots per segment above level 0
     bool pairs;              // level 0 in affine pairs (measured slower)
     bool profile;            // each phase's device time to stderr
+    bool runs_added;         // runs added into their buckets in place (the earlier way)
 };
 
 // Mirrors Rust's `cuzk_kernels::FixedMsmArgs`: sum(bases[i_k] * scalars[j_k])

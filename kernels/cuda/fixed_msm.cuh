@@ -8,10 +8,12 @@
 //   1. digits: every scalar's signed c-bit digits as (bucket, entry) pairs;
 //   2. sort the pairs by bucket (cub radix sort);
 //   3. accumulate: fixed-length segments of the sorted pairs, one thread
-//      each; runs inside a segment go straight to their bucket, runs across
-//      segment edges to two slots per segment, which the same kernel reduces
-//      again until one segment is left (no host synchronisation, and no
-//      bucket, however full, sits on one thread); fm_accumulate_pairs is a
+//      each; runs inside a segment are stored in their bucket (zeroed for
+//      the chunk of scalars: no addition where a run ends), runs across
+//      segment edges go to two slots per segment, which the same kernel
+//      reduces again until one segment is left (no host synchronisation, and
+//      no bucket, however full, sits on one thread); a later chunk's buckets
+//      then join the total one by one (fm_merge); fm_accumulate_pairs is a
 //      level 0 that first sums neighbours of a run in pairs, in affine
 //      coordinates (opt-in: measured slower);
 //   4. reduce: sum (b+1)*bucket[b] over chunks of buckets in parallel, then
@@ -118,7 +120,14 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
 
     phase_clock clock{s, a->tuning.profile};
     stream_buf<bucket_h> buckets{(size_t)sentinel + 1, s};
-    CUDA_OK(cudaMemsetAsync((bucket_h*)buckets, 0, ((size_t)sentinel + 1) * sizeof(bucket_h), s));
+    const size_t bucket_bytes = ((size_t)sentinel + 1) * sizeof(bucket_h);
+    CUDA_OK(cudaMemsetAsync((bucket_h*)buckets, 0, bucket_bytes, s));
+    // Runs are stored into buckets zeroed for their chunk (fm_runs): the
+    // first chunk's are the buckets themselves; each later chunk's go to
+    // `fresh`, then join the buckets one by one (fm_merge). In pairs, or
+    // with tuning.runs_added, every run is added in place as before.
+    const bool stored = !pairs && !a->tuning.runs_added;
+    stream_buf<bucket_h> fresh{stored && chunk < n ? (size_t)sentinel + 1 : 0, s};
     stream_buf<uint32_t> k0{cap, s}, k1{cap, s}, v0{cap, s}, v1{cap, s}, nz{1, s};
     stream_buf<uint32_t> slot_k[2] = {{2 * (size_t)nseg0, s}, {2 * (size_t)nseg1, s}};
     stream_buf<bucket_h> slot_v[2] = {{2 * (size_t)nseg0, s}, {2 * (size_t)nseg1, s}};
@@ -141,6 +150,9 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
 
     for (size_t off = 0; off < n; off += chunk) {
         const uint32_t m = (uint32_t)std::min(chunk, n - off);
+        bucket_h* into = stored && off > 0 ? (bucket_h*)fresh : (bucket_h*)buckets;
+        if (into != (bucket_h*)buckets)
+            CUDA_OK(cudaMemsetAsync(into, 0, bucket_bytes, s));
         CUDA_OK(cudaMemsetAsync((uint32_t*)nz, 0, sizeof(uint32_t), s));
         fm_digits<<<std::min<uint32_t>((m + 255) / 256, sms * 16), 256, 0, s>>>(
             k0, v0, nz, scalar_idx ? scalars : scalars + off,
@@ -158,9 +170,13 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
                 buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
                 base, extra, tab->ntab, sentinel, prefix, pair_at,
                 blocks_for(nseg, 256) * 256 / DEGREE);
+        else if (stored)
+            fm_accumulate<FROM_TABLE, RUNS_STORED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
+                seg0, nseg, base, extra, tab->ntab, sentinel);
         else
-            fm_accumulate<FROM_TABLE, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
+            fm_accumulate<FROM_TABLE, RUNS_ADDED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
                 seg0, nseg, base, extra, tab->ntab, sentinel);
         CUDA_OK(cudaGetLastError());
         clock.mark("accumulate");
@@ -168,12 +184,22 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         for (int from = 0; nseg > 1; from ^= 1) {
             const uint32_t count = 2 * nseg;
             nseg = (count + seg_up - 1) / seg_up;
-            fm_accumulate<FROM_PARTIALS, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                buckets, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
-                slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
+            if (stored)
+                fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                    into, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
+                    slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
+            else
+                fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                    into, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
+                    slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
             CUDA_OK(cudaGetLastError());
         }
         clock.mark("edges");
+        if (into != (bucket_h*)buckets) {
+            fm_merge<<<blocks_for(sentinel, 256), 256, 0, s>>>(buckets, into, sentinel);
+            CUDA_OK(cudaGetLastError());
+            clock.mark("merge");
+        }
     }
 
     // Enough chunks of buckets to fill the device, each long enough (32

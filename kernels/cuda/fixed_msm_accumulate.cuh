@@ -3,10 +3,20 @@
 // Part of the fixed-base MSM of one group (fixed_msm.cuh includes it inside
 // the group's namespace, after the types it names).
 
+// How a run that is its bucket's whole sum (for this chunk of scalars)
+// reaches the bucket. Every key's entries are contiguous once sorted, so such
+// a run is the only one of its key at any level: with buckets zeroed for the
+// chunk it is stored, a few stores however short the runs. Added in place,
+// a run's end costs a full addition that the warp's other lanes wait for;
+// with runs a few dozen entries long (wide windows) nearly every step of a
+// warp had one, which made wide windows cost twice as much per entry.
+enum fm_runs { RUNS_STORED, RUNS_ADDED };
+
 // Where a run [rs, re) of one key inside segment [s0, s1) goes: a run that
 // begins and ends inside the segment is its bucket's whole sum; one that
 // crosses the segment's start goes to the head slot, its end to the tail slot.
 #ifdef __CUDA_ARCH__
+template<fm_runs RUNS>
 __device__ __forceinline__
 void fm_flush(bucket_h* buckets, uint32_t* sk, bucket_h* sv, const uint32_t* keys,
               uint32_t key, const bucket_t& acc, uint32_t rs, uint32_t re,
@@ -17,9 +27,13 @@ void fm_flush(bucket_h* buckets, uint32_t* sk, bucket_h* sv, const uint32_t* key
     const bool after = re == s1 && re < m && keys[re] == key;
     if (!before && !after) {
         if (key != sentinel && !acc.is_inf()) {
-            bucket_t b = buckets[key];
-            b.add(acc);
-            buckets[key] = b;
+            if constexpr (RUNS == RUNS_STORED) {
+                buckets[key] = acc;
+            } else {
+                bucket_t b = buckets[key];
+                b.add(acc);
+                buckets[key] = b;
+            }
         }
     } else if (before) {
         sk[0] = key;
@@ -83,7 +97,7 @@ enum fm_source { FROM_PARTIALS, FROM_TABLE };
 // segment t = [t*seg, (t+1)*seg) of entries, each a table point (with sign)
 // or, above level 0, a partial bucket. Slots unused keep the order sorted:
 // the head takes the segment's first key, the tail its last, at infinity.
-template<fm_source SOURCE, int THREADS>
+template<fm_source SOURCE, fm_runs RUNS, int THREADS>
 __launch_bounds__(THREADS) __global__
 void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
                    const uint32_t* keys, const uint32_t* vals, const bucket_h* partial,
@@ -114,8 +128,8 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
     for (uint32_t e = s0; e < s1; e++) {
         const uint32_t k = keys[e];
         if (k != key) {
-            fm_flush(buckets, sk, sv, keys, key, acc, rs, e, s0, s1, m, head_open,
-                     sentinel, head_done, tail_done);
+            fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, rs, e, s0, s1, m, head_open,
+                           sentinel, head_done, tail_done);
             key = k;
             rs = e;
             acc.inf();
@@ -129,8 +143,8 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
             acc.add(q);
         }
     }
-    fm_flush(buckets, sk, sv, keys, key, acc, rs, s1, s0, s1, m, head_open, sentinel,
-             head_done, tail_done);
+    fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, rs, s1, s0, s1, m, head_open, sentinel,
+                   head_done, tail_done);
     fm_close_slots(sk, sv, first, key, head_done, tail_done);
 #endif
 }
@@ -227,8 +241,8 @@ void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_
         const uint32_t i = e - 1;
         const uint32_t k = keys[i];
         if (k != key) {
-            fm_flush(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m, head_open,
-                     sentinel, head_done, tail_done);
+            fm_flush<RUNS_ADDED>(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m,
+                                 head_open, sentinel, head_done, tail_done);
             key = k;
             re = e;
             acc.inf();
@@ -266,8 +280,27 @@ void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_
             e -= 1;
         }
     }
-    fm_flush(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open, sentinel,
-             head_done, tail_done);
+    fm_flush<RUNS_ADDED>(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open,
+                         sentinel, head_done, tail_done);
     fm_close_slots(sk, sv, first, last, head_done, tail_done);
+#endif
+}
+
+// into[b] += from[b] for b < count: a chunk's stored buckets joined to the
+// buckets of the chunks before it, one bucket per lane group (no two lanes
+// share one, so nothing waits on a neighbour's run).
+__launch_bounds__(256) __global__
+void fm_merge(bucket_h* into, const bucket_h* from, uint32_t count)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t t = lane_group();
+    if (t >= count)
+        return;
+    bucket_t x = from[t];
+    if (x.is_inf())
+        return;
+    bucket_t b = into[t];
+    b.add(x);
+    into[t] = b;
 #endif
 }

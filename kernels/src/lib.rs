@@ -50,6 +50,14 @@ impl std::fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
+impl KernelError {
+    /// Whether CUDA could not allocate device memory (`cudaErrorMemoryAllocation`):
+    /// not sticky, so the caller may retry with less.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, Self::Cuda { code: 2, .. })
+    }
+}
+
 /// Status every entry point returns (sppark's RustError).
 #[repr(C)]
 pub struct Status {
@@ -110,6 +118,9 @@ pub struct MsmTuning {
     pub pairs: bool,
     /// Prints each phase's device time to stderr.
     pub profile: bool,
+    /// Level 0 adds each run into its bucket in place, as before runs were
+    /// stored into buckets zeroed per chunk (kept for side-by-side timing).
+    pub runs_added: bool,
 }
 
 impl Default for MsmTuning {
@@ -119,6 +130,8 @@ impl Default for MsmTuning {
             edge_seg: 4,
             pairs: false,
             profile: false,
+            // Until runs stored have run on a card (gpu_ops, the msm bench).
+            runs_added: true,
         }
     }
 }
@@ -366,3 +379,22 @@ pub use blst as _blst;
 // its native library, which is linked only if the crate is used.
 #[doc(hidden)]
 pub use sppark as _sppark;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_failed_allocation_counts_as_out_of_memory() {
+        let oom = KernelError::Cuda {
+            code: 2,
+            message: "out of memory".into(),
+        };
+        let launch = KernelError::Cuda {
+            code: 700,
+            message: "an illegal memory access was encountered".into(),
+        };
+        assert!(oom.is_out_of_memory());
+        assert!(!launch.is_out_of_memory() && !KernelError::NotBuilt.is_out_of_memory());
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use cuzk_gpu::cuda::{DeviceBuffer, KernelError, Stream};
+use cuzk_gpu::cuda::{self, DeviceBuffer, KernelError, Stream};
 use cuzk_gpu::fixed::{self, FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, ScalarForm};
 use cuzk_gpu::vram::{Reservation, VramBudget};
@@ -162,9 +162,10 @@ impl SrsTables {
 
 /// An MSM over `points`: on `table` when there is one and the MSM is large
 /// enough to pay for its bucket reduction; else a gathered one of
-/// [`fixed::PLAIN_MIN_TERMS`] or more on our Pippenger over the points as they
-/// are, and the rest on sppark's. Counts the MSMs that ran on a table in
-/// `on_tables`.
+/// [`fixed::PLAIN_MIN_TERMS`] or more, or a dense one of
+/// [`fixed::DENSE_MIN_TERMS`] or more whose scratch fits the free device
+/// memory, on our Pippenger over the points as they are, and the rest on
+/// sppark's. Counts the MSMs that ran on a table in `on_tables`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn msm<C: FixedCurve>(
     stream: &Stream,
@@ -179,6 +180,28 @@ pub(super) fn msm<C: FixedCurve>(
     if let Some(t) = table.filter(|t| t.worth(n)) {
         *on_tables += 1;
         return fixed::msm_fixed::<C>(stream, points, t, terms, scalars, n, form);
+    }
+    let all = points.bytes() / C::POINT_BYTES;
+    let dense_plain = match terms {
+        FixedTerms::Dense { .. } if n >= fixed::DENSE_MIN_TERMS => {
+            let window = fixed::dense_window(n);
+            let (free, _) = cuda::mem_info(stream.device())?;
+            fixed::plain_entries(n, C::POINT_BYTES, window, free).map(|e| (window, e))
+        }
+        _ => None,
+    };
+    if let Some((window, entries)) = dense_plain {
+        let plain = MsmTable::plain(all, window);
+        match fixed::msm_fixed_chunked::<C>(
+            stream, points, &plain, terms, scalars, n, form, entries,
+        ) {
+            // Another stream took the memory since it was counted: msm_t
+            // needs less.
+            Err(e) if e.is_out_of_memory() => {
+                tracing::warn!("dense MSM of {n} terms on sppark's msm_t: {e}")
+            }
+            done => return done,
+        }
     }
     match terms {
         FixedTerms::Dense {
@@ -195,7 +218,7 @@ pub(super) fn msm<C: FixedCurve>(
             form,
         ),
         FixedTerms::Gathered { .. } if n >= fixed::PLAIN_MIN_TERMS => {
-            let plain = MsmTable::plain(points.bytes() / C::POINT_BYTES, fixed::plain_window(n));
+            let plain = MsmTable::plain(all, fixed::plain_window(n));
             fixed::msm_fixed::<C>(stream, points, &plain, terms, scalars, n, form)
         }
         FixedTerms::Gathered {
