@@ -95,6 +95,23 @@ fn time<R>(reps: usize, f: impl Fn() -> R) -> f64 {
     )
 }
 
+/// Our dense MSM of the first `n` points and Montgomery scalars over `table`.
+fn ours_dense<C: FixedCurve>(
+    stream: &Stream,
+    points: &DeviceBuffer,
+    table: &MsmTable,
+    scalars: &DeviceBuffer,
+    n: usize,
+    tuning: fixed::MsmTuning,
+) -> C::Projective {
+    let dense = FixedTerms::Dense {
+        base_offset: 0,
+        scalar_offset: 0,
+    };
+    let mont = ops::ScalarForm::Montgomery;
+    fixed::msm_fixed_tuned::<C>(stream, points, table, dense, scalars, n, mont, 0, tuning).unwrap()
+}
+
 /// One group at each size: table built, both MSMs timed, results compared.
 fn group<C, P>(name: &str, stream: &Stream, logs: &[u32])
 where
@@ -143,29 +160,13 @@ where
         let t = Instant::now();
         let table = MsmTable::build::<C>(stream, &d_points, n, window, copies).unwrap();
         let built = t.elapsed().as_secs_f64();
-        let dense = || FixedTerms::Dense {
-            base_offset: 0,
-            scalar_offset: 0,
-        };
         // Level 0 one by one (the default) or in affine pairs.
         let ours_with = |pairs: bool| {
             let tuning = fixed::MsmTuning {
                 pairs,
                 ..fixed::tuning()
             };
-            let mont = ops::ScalarForm::Montgomery;
-            fixed::msm_fixed_tuned::<C>(
-                stream,
-                &d_points,
-                &table,
-                dense(),
-                &d_scalars,
-                n,
-                mont,
-                0,
-                tuning,
-            )
-            .unwrap()
+            ours_dense::<C>(stream, &d_points, &table, &d_scalars, n, tuning)
         };
         let sppark = || {
             ops::msm::<C>(
@@ -229,10 +230,6 @@ where
         "{name} dense 2^{lg}: points and scalars made and uploaded in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let dense = || FixedTerms::Dense {
-        base_offset: 0,
-        scalar_offset: 0,
-    };
     let mont = ops::ScalarForm::Montgomery;
     let sppark = || ops::msm::<C>(stream, &d_points, 0, C::POINT_BYTES, &d_scalars, 0, n, mont);
     let expect = sppark().unwrap();
@@ -245,18 +242,7 @@ where
                 runs_added,
                 ..fixed::tuning()
             };
-            fixed::msm_fixed_tuned::<C>(
-                stream,
-                &d_points,
-                &table,
-                dense(),
-                &d_scalars,
-                n,
-                mont,
-                0,
-                tuning,
-            )
-            .unwrap()
+            ours_dense::<C>(stream, &d_points, &table, &d_scalars, n, tuning)
         };
         for added in [false, true] {
             assert_eq!(
