@@ -144,8 +144,8 @@ fn ntt_of_2_pow_27_matches_the_cpu_bit_for_bit() {
 
 /// A dense G1 MSM of 2^26 terms as the engine runs one without a table (our
 /// Pippenger over the points as they are, the engine's window, several
-/// chunks of scalars whose buckets join), against blst on every core, and
-/// against sppark's `msm_t`. A 32 GiB PoRep partition's H MSM is 2^27.
+/// chunks of scalars, runs stored and added), against blst on every core,
+/// and sppark's `msm_t` too. A 32 GiB PoRep partition's H MSM is 2^27.
 #[test]
 fn dense_msm_of_2_pow_26_matches_blst() {
     let Some(dev) = device() else { return };
@@ -174,12 +174,20 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         base_offset: 0,
         scalar_offset: 0,
     };
-    let got = fixed::msm_fixed::<G1>(&stream, &d_bases, &table, dense, &d_scalars, n, Montgomery)
+    for runs_added in [false, true] {
+        let tuning = fixed::MsmTuning {
+            runs_added,
+            ..fixed::tuning()
+        };
+        let got = fixed::msm_fixed_tuned::<G1>(
+            &stream, &d_bases, &table, dense, &d_scalars, n, Montgomery, 0, tuning,
+        )
         .unwrap();
-    assert_eq!(
-        got, expect,
-        "dense G1 2^{lg}, window {window}, against blst"
-    );
+        assert_eq!(
+            got, expect,
+            "dense G1 2^{lg}, window {window}, runs added: {runs_added}, against blst"
+        );
+    }
     let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
     assert_eq!(sppark, expect, "msm_t G1 2^{lg} against blst");
 }
