@@ -35,7 +35,8 @@
 #   scripts/h200.sh small-vram (streamed SRS: list kernels, GPU proof tests, chain 2^24 x 2 resident / 16 GiB budget /
 #                               streamed under 16 GiB and 4 GiB, peak device memory)
 #   scripts/h200.sh msm-porep  (one PoRep query's MSMs with PoRep's bit-heavy scalars: lists, ones, tail vs one dense msm_t)
-#   scripts/h200.sh dense      (GPU tests; dense G1 MSMs at 2^26 and 2^27 on our Pippenger, runs stored vs added, vs msm_t)
+#   scripts/h200.sh dense      (dense G1 MSMs at 2^26 and 2^27 on our Pippenger, runs stored vs added, vs msm_t; then the
+#                               GPU tests; PROFILE=1 adds the phases at 2^26)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
