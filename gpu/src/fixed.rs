@@ -129,6 +129,53 @@ pub fn dense_window(n: usize) -> u32 {
     lg.saturating_sub(6).clamp(8, 20)
 }
 
+/// Which dense MSMs run on our Pippenger, and at what window: the defaults
+/// ([`DENSE_MIN_TERMS`], [`dense_window`]) or what the environment asks
+/// for, so a card can try them without a rebuild (`CUZK_MSM_DENSE_FROM`:
+/// log2 of the fewest terms, `off` for none; `CUZK_MSM_DENSE_WINDOW`: bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DenseChoice {
+    /// Dense MSMs of this many terms or more run on our Pippenger.
+    pub min_terms: usize,
+    /// The window for all of them, instead of [`dense_window`]'s.
+    pub window: Option<u32>,
+}
+
+impl DenseChoice {
+    /// Whether a dense MSM of `n` terms runs on our Pippenger.
+    pub fn takes(&self, n: usize) -> bool {
+        n >= self.min_terms
+    }
+
+    /// The window a dense MSM of `n` terms runs at.
+    pub fn window(&self, n: usize) -> u32 {
+        self.window.unwrap_or_else(|| dense_window(n))
+    }
+}
+
+/// The dense choice, read from the environment once.
+pub fn dense_choice() -> DenseChoice {
+    static CHOICE: std::sync::OnceLock<DenseChoice> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(|| dense_choice_from(|name| std::env::var(name).ok()))
+}
+
+/// The dense choice `var` (an environment lookup) asks for.
+pub fn dense_choice_from(var: impl Fn(&str) -> Option<String>) -> DenseChoice {
+    let min_terms = match var("CUZK_MSM_DENSE_FROM").as_deref() {
+        Some("off") => usize::MAX,
+        Some(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|&lg| lg < usize::BITS)
+            .map_or(DENSE_MIN_TERMS, |lg| 1 << lg),
+        None => DENSE_MIN_TERMS,
+    };
+    let window = var("CUZK_MSM_DENSE_WINDOW")
+        .and_then(|v| v.parse::<u32>().ok())
+        .map(|w| w.clamp(8, 22));
+    DenseChoice { min_terms, window }
+}
+
 /// The kernel's default bound on the digits sorted at once.
 pub const MAX_ENTRIES: usize = 1 << 28;
 
@@ -474,6 +521,32 @@ mod tests {
             plain_scratch_bytes(small, 96, 14, MAX_ENTRIES),
             small * 19 * 18 + ((19 << 13) + 1) * 192
         );
+    }
+
+    #[test]
+    fn dense_choice_comes_from_the_defaults_or_the_environment() {
+        let none = dense_choice_from(|_| None);
+        assert_eq!(none.min_terms, DENSE_MIN_TERMS);
+        assert_eq!(none.window(1 << 26), dense_window(1 << 26));
+        let set = dense_choice_from(|name| match name {
+            "CUZK_MSM_DENSE_FROM" => Some("25".into()),
+            "CUZK_MSM_DENSE_WINDOW" => Some("18".into()),
+            _ => None,
+        });
+        assert!(set.takes(1 << 25) && !set.takes((1 << 25) - 1));
+        assert_eq!(set.window(1 << 27), 18);
+        let off = dense_choice_from(|name| (name == "CUZK_MSM_DENSE_FROM").then(|| "off".into()));
+        assert!(!off.takes(usize::MAX - 1));
+        let bad = dense_choice_from(|name| match name {
+            "CUZK_MSM_DENSE_FROM" => Some("99".into()),
+            "CUZK_MSM_DENSE_WINDOW" => Some("40".into()),
+            _ => None,
+        });
+        assert_eq!(
+            bad.min_terms, DENSE_MIN_TERMS,
+            "a shift past usize is ignored"
+        );
+        assert_eq!(bad.window(1 << 26), 22, "windows stay within the kernel's");
     }
 
     #[test]

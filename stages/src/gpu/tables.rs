@@ -163,7 +163,7 @@ impl SrsTables {
 /// An MSM over `points`: on `table` when there is one and the MSM is large
 /// enough to pay for its bucket reduction; else a gathered one of
 /// [`fixed::PLAIN_MIN_TERMS`] or more, or a dense one of
-/// [`fixed::DENSE_MIN_TERMS`] or more whose scratch fits the free device
+/// [`fixed::dense_choice`]'s size or more whose scratch fits the free device
 /// memory, on our Pippenger over the points as they are, and the rest on
 /// sppark's. Counts the MSMs that ran on a table in `on_tables`.
 #[allow(clippy::too_many_arguments)]
@@ -183,8 +183,8 @@ pub(super) fn msm<C: FixedCurve>(
     }
     let all = points.bytes() / C::POINT_BYTES;
     let dense_plain = match terms {
-        FixedTerms::Dense { .. } if n >= fixed::DENSE_MIN_TERMS => {
-            let window = fixed::dense_window(n);
+        FixedTerms::Dense { .. } if fixed::dense_choice().takes(n) => {
+            let window = fixed::dense_choice().window(n);
             let (free, _) = cuda::mem_info(stream.device())?;
             fixed::plain_entries(n, C::POINT_BYTES, window, free).map(|e| (window, e))
         }
