@@ -6,6 +6,7 @@ mod common;
 use cuzk::bench::{BenchSpec, job_for};
 use cuzk::config::{Backend, ByteSize, Config};
 use cuzk::stages::Workload;
+use cuzk::stages::partition::PartitionLayout;
 use cuzk::{Engine, ProveError};
 
 fn gpu_config(variant: &str) -> Option<Config> {
@@ -297,9 +298,11 @@ async fn compact_partition_buffers_prove_under_every_kind_of_staging() {
 }
 
 /// pce_gpu with the matrices kept off the device (`gpu.pce_matrices`, as
-/// when they do not fit): partitions synthesized without room for a, b and
-/// c in their arenas have them evaluated on the host for the moment, and
-/// every proof verifies.
+/// when they do not fit): partitions synthesized witness-only (no room for
+/// a, b and c in their arenas) have them evaluated on the host by the device
+/// stage, and every proof verifies. The recording is made by at most one
+/// partition, in full, or read from beside the parameters where an earlier
+/// engine left it (then no partition synthesizes in full).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pce_gpu_without_matrices_on_the_device_evaluates_abc_on_the_host() {
     let Some(mut config) = gpu_config("pce_gpu") else {
@@ -307,28 +310,39 @@ async fn pce_gpu_without_matrices_on_the_device_evaluates_abc_on_the_host() {
     };
     config.gpu.pce_matrices = false;
     let engine = Engine::from_config(config).unwrap();
-    let out =
-        common::prove_in_flight(&engine, Workload::Sha256, common::sha256_log_size(), 3, 2).await;
-    let synth: Vec<_> = out
-        .iter()
-        .flat_map(|j| &j.partitions)
-        .map(|p| p.timings.iter().find(|t| &*t.node == "synth").unwrap())
-        .collect();
-    let bytes =
-        |t: &cuzk::runtime::StageTiming| t.note("arena_bytes").unwrap().parse::<usize>().unwrap();
-    let full = synth.iter().map(|t| bytes(t)).max().unwrap();
-    let slim = synth
-        .iter()
-        .filter(|t| t.note("abc") == Some("device") && bytes(t) < full)
-        .count();
-    // The recording is made (or read from beside the parameters, where an
-    // earlier engine left it) by one partition, in full.
-    let whole = synth
-        .iter()
-        .filter(|t| matches!(t.note("pce"), Some("recorded" | "disk")))
-        .count();
+    let log_size = common::sha256_log_size();
+    let out = common::prove_in_flight(&engine, Workload::Sha256, log_size, 3, 2).await;
+    let shape = common::srs(Workload::Sha256, log_size).shape();
+    let (full, witness_only) = (
+        PartitionLayout::new(shape).bytes,
+        PartitionLayout::witness_only(shape).bytes,
+    );
+    assert!(witness_only < full);
+    let note = |p: &cuzk::PartitionProof, stage: &str, key: &str| {
+        p.timings
+            .iter()
+            .filter(|t| stage.is_empty() || &*t.node == stage)
+            .find_map(|t| t.note(key).map(str::to_string))
+    };
+    let (mut deferred, mut whole) = (0, 0);
+    for p in out.iter().flat_map(|j| &j.partitions) {
+        let arena: usize = note(p, "synth", "arena_bytes").unwrap().parse().unwrap();
+        let abc = note(p, "", "abc_source");
+        if note(p, "synth", "abc").as_deref() == Some("device") {
+            deferred += 1;
+            assert_eq!(arena, witness_only, "a, b, c left out of the arena");
+            assert_eq!(abc.as_deref(), Some("host"), "no matrices on the device");
+        } else {
+            whole += 1;
+            assert_eq!(arena, full, "synthesized in full");
+            assert_eq!(abc.as_deref(), Some("synthesis"));
+        }
+    }
     assert!(whole <= 1, "{whole} partitions synthesized in full");
-    assert!(slim >= 1, "partitions after the recording hold no a, b, c");
+    assert!(
+        deferred >= 5,
+        "{deferred} of 6 partitions left a, b, c to the device stage"
+    );
     engine.idle().await;
     assert_eq!(engine.arena_stats().in_use, 0);
 }
