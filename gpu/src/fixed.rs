@@ -115,15 +115,16 @@ pub fn plain_window(n: usize) -> u32 {
 
 /// Dense MSMs from this many terms up run on our Pippenger over the points
 /// as they are (a plain table) rather than on sppark's `msm_t`, when no
-/// table of copies serves them. Off (2^40, beyond any SRS) until measured
-/// on a card (`scripts/h200.sh dense`): with runs added in place ours lost
-/// (616 ms against 575 at 2^26, window 14); runs stored into buckets zeroed
-/// per chunk should let wider windows, fewer additions, pay.
-pub const DENSE_MIN_TERMS: usize = 1 << 40;
+/// table of copies serves them. Measured on an H100 (`scripts/h200.sh
+/// dense`, G1, window 20, runs stored): 2^26 447 ms against 563, 2^27 879
+/// against 1,102; smaller sizes are not measured (tables serve them where
+/// they fit).
+pub const DENSE_MIN_TERMS: usize = 1 << 26;
 
-/// The window of a dense plain-table MSM of `n` terms: a first choice (20
-/// bits from 2^26 on: 13 windows against 19 at 14 bits), to be replaced by
-/// the measured best.
+/// The window of a dense plain-table MSM of `n` terms: 20 bits from 2^26
+/// on, the best measured at 2^26 and 2^27 (H100, runs stored; ms at 14,
+/// 16, 18, 20, 21, 22 bits: 604, 506, 489, 447, 471, 480 at 2^26 and 1,206,
+/// 1,010, 976, 879, 914, 920 at 2^27); a bit less for each halving below.
 pub fn dense_window(n: usize) -> u32 {
     let lg = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
     lg.saturating_sub(6).clamp(8, 20)
@@ -191,20 +192,27 @@ pub fn plain_scratch_bytes(n: usize, point_bytes: usize, window: u32, max_entrie
     chunk * nwin * 18 + buckets * if chunk < n { 2 } else { 1 }
 }
 
+/// The most chunks of scalars a dense plain-table MSM is split into. Each
+/// chunk after the first is merged into the buckets (12.5 ms at window 20,
+/// H100): 2^27 terms in 7 chunks took 879 ms against `msm_t`'s 1,102, and
+/// at 26 chunks the merges alone would cost ~300 ms.
+pub const MAX_CHUNKS: usize = 8;
+
 /// The digits a dense plain-table MSM of `n` terms sorts at once so its
-/// scratch fits `free` device bytes with a GiB to spare: [`MAX_ENTRIES`],
-/// halved until it fits; None when even 2^24 does not (sppark's `msm_t`,
-/// which needs less, runs then).
+/// scratch fits `free` device bytes with a GiB to spare: [`MAX_ENTRIES`] if
+/// that fits, else as many as do; None when that would split the scalars
+/// into more than [`MAX_CHUNKS`] chunks (sppark's `msm_t`, which needs
+/// less memory, runs then).
 pub fn plain_entries(n: usize, point_bytes: usize, window: u32, free: usize) -> Option<usize> {
     let room = free.saturating_sub(1 << 30);
-    let mut entries = MAX_ENTRIES;
-    while plain_scratch_bytes(n, point_bytes, window, entries) > room {
-        entries /= 2;
-        if entries < 1 << 24 {
-            return None;
-        }
+    if plain_scratch_bytes(n, point_bytes, window, MAX_ENTRIES) <= room {
+        return Some(MAX_ENTRIES);
     }
-    Some(entries)
+    // More than one chunk: the buckets twice, and 18 bytes a digit.
+    let nwin = windows(window) as usize;
+    let buckets = ((nwin << (window - 1)) + 1) * 2 * point_bytes * 2;
+    let terms = room.checked_sub(buckets)? / (nwin * 18);
+    (terms > 0 && n.div_ceil(terms) <= MAX_CHUNKS).then_some(terms * nwin)
 }
 
 /// Device bytes of a table's extra copies.
@@ -509,11 +517,13 @@ mod tests {
             plain_entries(n, 96, 20, full + (1 << 30)),
             Some(MAX_ENTRIES)
         );
-        let half = plain_scratch_bytes(n, 96, 20, MAX_ENTRIES / 2);
-        assert_eq!(
-            plain_entries(n, 96, 20, half + (1 << 30)),
-            Some(MAX_ENTRIES / 2)
-        );
+        // Less room: as many digits as fit, in at most MAX_CHUNKS chunks.
+        let eighth = n.div_ceil(MAX_CHUNKS) * 13;
+        let tight = plain_scratch_bytes(n, 96, 20, eighth) + (1 << 30);
+        let got = plain_entries(n, 96, 20, tight).unwrap();
+        assert!((eighth..MAX_ENTRIES).contains(&got), "{got}");
+        assert!(plain_scratch_bytes(n, 96, 20, got) <= tight - (1 << 30));
+        assert_eq!(plain_entries(n, 96, 20, tight - 13 * 18 * 1024), None);
         assert_eq!(plain_entries(n, 96, 20, 1 << 30), None);
         // One chunk: the buckets once.
         let small = 1 << 20;
@@ -557,13 +567,13 @@ mod tests {
             "CUZK_MSM_THREADS" => Some("512".into()),
             "CUZK_MSM_EDGE_SEG" => Some("1".into()),
             "CUZK_MSM_PAIRS" => Some("1".into()),
-            "CUZK_MSM_RUNS_ADDED" => Some("0".into()),
+            "CUZK_MSM_RUNS_ADDED" => Some("1".into()),
             _ => None,
         });
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
-        assert!(knobs.pairs && !knobs.runs_added && !knobs.profile);
-        assert_eq!(none.runs_added, MsmTuning::default().runs_added);
+        assert!(knobs.pairs && knobs.runs_added && !knobs.profile);
+        assert!(!none.runs_added, "runs stored by default");
         let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
         assert_eq!(bad.threads_per_sm, 1024);
         // The struct the kernels read: 4 + 4 + 1 + 1 + 1 bytes, padded to 12.
