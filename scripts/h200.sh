@@ -37,6 +37,8 @@
 #   scripts/h200.sh msm-porep  (one PoRep query's MSMs with PoRep's bit-heavy scalars: lists, ones, tail vs one dense msm_t)
 #   scripts/h200.sh dense      (dense G1 MSMs at 2^26 and 2^27 on our Pippenger, runs stored vs added, vs msm_t; then the
 #                               GPU tests; PROFILE=1 adds the phases at 2^26)
+#   scripts/h200.sh stored     (runs stored, the default since a3fde3d: GPU proofs, the tables' MSMs at 2^20-2^24 and chain
+#                               2^20 x 10 steady state, each beside runs added in place, interleaved)
 #   scripts/h200.sh pce        (sha256 2^20 x 10 after a warm-up: classic synthesis vs pre-compiled constraints, host and device, vs SupraSeal)
 set -u
 section=${1:?section}
@@ -233,6 +235,20 @@ dense)
   [ -x "$bin/pce" ] && timeout $(( $(left) - 5 )) "$bin/pce" --test-threads 1 2>&1 | grep -E "^test |test result|skipping|panicked"
   [ "${PROFILE:-0}" = 1 ] && CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=14,20 CUZK_MSM_PROFILE=1 \
       timeout $(( $(left) - 5 )) "$bin/msm" 2>&1 | grep -E "^fixed msm|window" | cut -c1-300
+  ;;
+stored)
+  # #27: runs stored into buckets zeroed per chunk (the default) against
+  # added in place, where tables serve the MSMs: proofs first, then the
+  # tables' MSMs side by side, then chain 2^20 x 10 steady state (c=10 j=3,
+  # after a warm-up) both ways, interleaved, every proof verified.
+  [ -x "$bin/gpu_proofs" ] && timeout 150 "$bin/gpu_proofs" --test-threads 1 2>&1 | grep -E "^test |test result|panicked"
+  CUZK_MSM_G1=20,22,24 CUZK_MSM_G2=20,22 timeout 200 "$bin/msm" 2>&1 | grep -E "^G[12]|panicked"
+  setup chain 20
+  for r in 1 2; do for added in 0 1; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_MSM_RUNS_ADDED=$added timeout 60 "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 | grep -E "throughput|verified" \
+        | sed "s/^/runs_added=$added: /"
+  done; done
   ;;
 tests)
   "$bin/cuzk" info
