@@ -193,10 +193,11 @@ pub fn plain_scratch_bytes(n: usize, point_bytes: usize, window: u32, max_entrie
 }
 
 /// The most chunks of scalars a dense plain-table MSM is split into. Each
-/// chunk after the first is merged into the buckets (12.5 ms at window 20,
-/// H100): 2^27 terms in 7 chunks took 879 ms against `msm_t`'s 1,102, and
-/// at 26 chunks the merges alone would cost ~300 ms.
-pub const MAX_CHUNKS: usize = 8;
+/// chunk after the first is merged into the buckets, ~4.2 ms at window 20
+/// (H100: 12.6 ms for the three of 2^26), besides its own sort: 2^27 terms
+/// in 7 chunks took 879 ms against `msm_t`'s 1,102, so 12 should still win
+/// by ~1.2x; many more would not.
+pub const MAX_CHUNKS: usize = 12;
 
 /// The digits a dense plain-table MSM of `n` terms sorts at once so its
 /// scratch fits `free` device bytes with a GiB to spare: [`MAX_ENTRIES`] if

@@ -41,6 +41,13 @@ impl VramBudget {
         self.used.load(Ordering::SeqCst)
     }
 
+    /// Of `free` device bytes (free now, by the driver), those this budget
+    /// will never hand out: what scratch outside the budget (an MSM's) may
+    /// take without making a reservation's allocation fail later.
+    pub fn unpromised(&self, free: usize) -> usize {
+        free.saturating_sub(self.limit.saturating_sub(self.used()))
+    }
+
     /// Reserves `bytes` until the returned guard drops.
     pub fn reserve(self: &Arc<Self>, bytes: usize, what: &str) -> Result<Reservation, VramError> {
         let mut used = self.used.load(Ordering::SeqCst);
@@ -77,6 +84,13 @@ pub struct Reservation {
     bytes: usize,
 }
 
+impl Reservation {
+    /// The budget this reservation is part of.
+    pub fn budget(&self) -> &Arc<VramBudget> {
+        &self.budget
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.budget.used.fetch_sub(self.bytes, Ordering::SeqCst);
@@ -97,5 +111,16 @@ mod tests {
         drop(r);
         assert_eq!(b.used(), 0);
         b.reserve(100, "all").unwrap();
+    }
+
+    #[test]
+    fn scratch_outside_the_budget_leaves_its_promises_alone() {
+        let b = VramBudget::new(0, 100);
+        // Nothing reserved: all 100 may still be handed out.
+        assert_eq!(b.unpromised(130), 30);
+        let r = b.reserve(70, "srs").unwrap();
+        assert_eq!(b.unpromised(60), 30, "30 of the budget still promised");
+        assert_eq!(b.unpromised(20), 0);
+        assert_eq!(r.budget().limit(), 100);
     }
 }

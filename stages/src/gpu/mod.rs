@@ -218,7 +218,7 @@ pub struct DeviceSrs {
     /// Fixed-base MSM tables (resident copies only); given up when the
     /// device needs the memory.
     tables: Mutex<Arc<SrsTables>>,
-    _reservation: Reservation,
+    reservation: Reservation,
 }
 
 /// Device bytes an SRS's points take.
@@ -244,6 +244,11 @@ impl DeviceSrs {
         self.tables.lock().unwrap().clone()
     }
 
+    /// The memory budget of the device it is resident on.
+    fn budget(&self) -> &VramBudget {
+        self.reservation.budget()
+    }
+
     fn upload(stream: &Stream, srs: &Srs, reservation: Reservation) -> anyhow::Result<Self> {
         let s = Self {
             h: DeviceBuffer::upload(stream, &srs.h)?,
@@ -253,7 +258,7 @@ impl DeviceSrs {
             b_g2: DeviceBuffer::upload(stream, &srs.b_g2)?,
             bytes: srs_device_bytes(srs),
             tables: Mutex::new(Arc::new(SrsTables::default())),
-            _reservation: reservation,
+            reservation,
         };
         // Other leases' streams read a resident copy: it must be complete
         // before any of them is told it exists.

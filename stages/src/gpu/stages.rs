@@ -11,6 +11,7 @@ use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
 use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, ScalarForm, Select};
+use cuzk_gpu::vram::VramBudget;
 
 use super::abc::{HostAbc, abc_on_host};
 use super::slot::{Buffers, DeviceLists, MemoryBusy};
@@ -237,15 +238,18 @@ impl GpuContext {
         let h = spans.time_on(s, "msm_h", || {
             let n = shape.domain - 1;
             match srs.g1(Query::H, chunks, &tables)? {
-                QueryPoints::Device { points, table } => {
+                QueryPoints::Device {
+                    points,
+                    table,
+                    budget,
+                } => {
                     let all = FixedTerms::Dense {
                         base_offset: 0,
                         scalar_offset: 0,
                     };
                     Ok(tables::msm::<G1>(
                         s,
-                        points,
-                        table,
+                        (points, table, budget),
                         all,
                         &bufs.a,
                         n,
@@ -427,6 +431,8 @@ enum QueryPoints<'a, T> {
     Device {
         points: &'a DeviceBuffer,
         table: Option<&'a MsmTable>,
+        /// The device's memory budget (bounds an MSM's scratch).
+        budget: &'a VramBudget,
     },
     /// In page-locked host memory, streamed through the lease's chunks.
     Host {
@@ -453,6 +459,7 @@ impl SlotSrs {
                 QueryPoints::Device {
                     points,
                     table: table.as_ref(),
+                    budget: d.budget(),
                 }
             }
             SlotSrs::Host(srs) => QueryPoints::Host {
@@ -476,6 +483,7 @@ impl SlotSrs {
             SlotSrs::Resident(d) => QueryPoints::Device {
                 points: &d.b_g2,
                 table: tables.b_g2.as_ref(),
+                budget: d.budget(),
             },
             SlotSrs::Host(srs) => QueryPoints::Host {
                 points: &srs.b_g2,
@@ -548,8 +556,12 @@ where
     T: Copy,
 {
     let (n_inputs, aux) = (shape.inputs, shape.aux);
-    let (points, table) = match points {
-        QueryPoints::Device { points, table } => (points, table),
+    let (points, table, budget) = match points {
+        QueryPoints::Device {
+            points,
+            table,
+            budget,
+        } => (points, table, budget),
         QueryPoints::Host { points, chunks } => {
             // The same terms, each chunk of points serving all of them.
             let lists_on_device = host_tail.is_none();
@@ -596,8 +608,7 @@ where
             let form = ScalarForm::Canonical;
             Ok(tables::msm::<C>(
                 stream,
-                points,
-                table,
+                (points, table, budget),
                 terms,
                 z,
                 n,

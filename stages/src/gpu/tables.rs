@@ -163,14 +163,13 @@ impl SrsTables {
 /// An MSM over `points`: on `table` when there is one and the MSM is large
 /// enough to pay for its bucket reduction; else a gathered one of
 /// [`fixed::PLAIN_MIN_TERMS`] or more, or a dense one of
-/// [`fixed::dense_choice`]'s size or more whose scratch fits the free device
-/// memory, on our Pippenger over the points as they are, and the rest on
-/// sppark's. Counts the MSMs that ran on a table in `on_tables`.
-#[allow(clippy::too_many_arguments)]
+/// [`fixed::dense_choice`]'s size or more whose scratch fits the device
+/// memory that `budget` will never hand out, on our Pippenger over the
+/// points as they are, and the rest on sppark's. Counts the MSMs that ran
+/// on a table in `on_tables`.
 pub(super) fn msm<C: FixedCurve>(
     stream: &Stream,
-    points: &DeviceBuffer,
-    table: Option<&MsmTable>,
+    (points, table, budget): (&DeviceBuffer, Option<&MsmTable>, &VramBudget),
     terms: FixedTerms<'_>,
     scalars: &DeviceBuffer,
     n: usize,
@@ -185,8 +184,11 @@ pub(super) fn msm<C: FixedCurve>(
     let dense_plain = match terms {
         FixedTerms::Dense { .. } if fixed::dense_choice().takes(n) => {
             let window = fixed::dense_choice().window(n);
+            // Not what the budget may still hand out: a partition's or an
+            // SRS's allocation must not fail because this MSM took it.
             let (free, _) = cuda::mem_info(stream.device())?;
-            fixed::plain_entries(n, C::POINT_BYTES, window, free).map(|e| (window, e))
+            let room = budget.unpromised(free);
+            fixed::plain_entries(n, C::POINT_BYTES, window, room).map(|e| (window, e))
         }
         _ => None,
     };
