@@ -160,11 +160,29 @@ impl Backend {
         let mut gpu = GpuContext::new(devices, config.gpu.srs_resident, tables);
         gpu.pce_matrices = config.gpu.pce_matrices;
         gpu.stream_chunk = config.gpu.stream_chunk.bytes() as usize;
+        gpu.dense = cuzk_gpu::fixed::DenseChoice::from_log(
+            config.gpu.dense_msm_min_log,
+            config.gpu.dense_msm_window,
+        );
         gpu.partition_buffers = match config.gpu.partition_buffers {
             cuzk_config::PartitionBuffers::Auto => cuzk_stages::gpu::BufferLayout::Auto,
             cuzk_config::PartitionBuffers::Full => cuzk_stages::gpu::BufferLayout::Full,
             cuzk_config::PartitionBuffers::Compact => cuzk_stages::gpu::BufferLayout::Compact,
         };
         Arc::new(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The config's default dense-MSM choice is the one measured on a card
+    /// and kept beside the kernels.
+    #[test]
+    fn the_configs_dense_msm_default_is_the_measured_one() {
+        let gpu = cuzk_config::Config::default().gpu;
+        assert_eq!(
+            cuzk_gpu::fixed::DenseChoice::from_log(gpu.dense_msm_min_log, gpu.dense_msm_window),
+            cuzk_gpu::fixed::DenseChoice::default()
+        );
     }
 }

@@ -197,6 +197,12 @@ pub struct GpuConfig {
     /// resident SRS leaves). Each query gets a share in proportion to its
     /// points; a query whose share holds less than one copy goes without.
     pub msm_table_budget: ByteSize,
+    /// Dense MSMs of 2^`dense_msm_min_log` terms or more that no table
+    /// serves (a 32 GiB PoRep's H MSM: 2^27 terms) run on cuzk's Pippenger
+    /// over the points as they are; 0 = never (sppark's `msm_t`).
+    pub dense_msm_min_log: u32,
+    /// Their window in bits (0 = by size: 20 from 2^26 terms, as measured).
+    pub dense_msm_window: u32,
     /// For graphs that evaluate a, b and c on the device (pce_gpu): keep the
     /// pre-compiled constraint matrices in device memory. Off (or when they
     /// do not fit), a, b and c are evaluated on the host and uploaded.
@@ -220,6 +226,8 @@ impl Default for GpuConfig {
             partition_buffers: PartitionBuffers::Auto,
             msm_tables: true,
             msm_table_budget: ByteSize(0),
+            dense_msm_min_log: 26,
+            dense_msm_window: 0,
             pce_matrices: true,
             quarantine_after: 3,
             quarantine_s: 300,

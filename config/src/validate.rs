@@ -34,6 +34,22 @@ pub(crate) fn validate(c: &Config) -> Result<(), ConfigError> {
             format!("must be 0 to 19 nice levels (got {nice})"),
         ));
     }
+    if c.gpu.dense_msm_min_log > 40 {
+        return Err(invalid(
+            "gpu.dense_msm_min_log",
+            format!(
+                "must be 0 (never) or a power of two's exponent up to 40 (got {})",
+                c.gpu.dense_msm_min_log
+            ),
+        ));
+    }
+    let window = c.gpu.dense_msm_window;
+    if window != 0 && !(8..=22).contains(&window) {
+        return Err(invalid(
+            "gpu.dense_msm_window",
+            format!("must be 0 (by size) or 8 to 22 bits (got {window})"),
+        ));
+    }
     if c.pipeline.variant.is_empty() {
         return Err(invalid(
             "pipeline.variant",

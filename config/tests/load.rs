@@ -108,6 +108,30 @@ fn bulk_nice_defaults_by_backend_and_is_bounded() {
     );
 }
 
+/// Dense MSMs on cuzk's Pippenger: from 2^26 terms at a window by size
+/// unless set; 0 turns them off; a window the kernel has no room for, or a
+/// size beyond any SRS, is refused by name.
+#[test]
+fn dense_msm_choices_default_and_are_bounded() {
+    let unset = from_toml_str("").unwrap();
+    assert_eq!(
+        (unset.gpu.dense_msm_min_log, unset.gpu.dense_msm_window),
+        (26, 0)
+    );
+    let set = from_toml_str("[gpu]\ndense_msm_min_log = 0\ndense_msm_window = 18").unwrap();
+    assert_eq!(
+        (set.gpu.dense_msm_min_log, set.gpu.dense_msm_window),
+        (0, 18)
+    );
+    let err = from_toml_str("[gpu]\ndense_msm_window = 24").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config error at `gpu.dense_msm_window`: must be 0 (by size) or 8 to 22 bits (got 24)"
+    );
+    let err = from_toml_str("[gpu]\ndense_msm_min_log = 41").unwrap_err();
+    assert_eq!(err.key(), Some("gpu.dense_msm_min_log"));
+}
+
 #[test]
 fn a_bad_type_or_size_names_the_key() {
     let err = from_toml_str("[arenas]\nmax_bytes = \"12 parsecs\"").unwrap_err();

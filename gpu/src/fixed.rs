@@ -130,10 +130,9 @@ pub fn dense_window(n: usize) -> u32 {
     lg.saturating_sub(6).clamp(8, 20)
 }
 
-/// Which dense MSMs run on our Pippenger, and at what window: the defaults
-/// ([`DENSE_MIN_TERMS`], [`dense_window`]) or what the environment asks
-/// for, so a card can try them without a rebuild (`CUZK_MSM_DENSE_FROM`:
-/// log2 of the fewest terms, `off` for none; `CUZK_MSM_DENSE_WINDOW`: bits).
+/// Which dense MSMs run on our Pippenger, and at what window
+/// (`gpu.dense_msm_min_log`, `gpu.dense_msm_window`); the default is
+/// [`DENSE_MIN_TERMS`] at [`dense_window`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DenseChoice {
     /// Dense MSMs of this many terms or more run on our Pippenger.
@@ -142,7 +141,27 @@ pub struct DenseChoice {
     pub window: Option<u32>,
 }
 
+impl Default for DenseChoice {
+    fn default() -> Self {
+        Self {
+            min_terms: DENSE_MIN_TERMS,
+            window: None,
+        }
+    }
+}
+
 impl DenseChoice {
+    /// From 2^`min_log` terms up (0: never), at `window` bits (0: by size).
+    pub fn from_log(min_log: u32, window: u32) -> Self {
+        Self {
+            min_terms: match min_log {
+                0 => usize::MAX,
+                lg => 1usize.checked_shl(lg).unwrap_or(usize::MAX),
+            },
+            window: (window != 0).then_some(window),
+        }
+    }
+
     /// Whether a dense MSM of `n` terms runs on our Pippenger.
     pub fn takes(&self, n: usize) -> bool {
         n >= self.min_terms
@@ -152,29 +171,6 @@ impl DenseChoice {
     pub fn window(&self, n: usize) -> u32 {
         self.window.unwrap_or_else(|| dense_window(n))
     }
-}
-
-/// The dense choice, read from the environment once.
-pub fn dense_choice() -> DenseChoice {
-    static CHOICE: std::sync::OnceLock<DenseChoice> = std::sync::OnceLock::new();
-    *CHOICE.get_or_init(|| dense_choice_from(|name| std::env::var(name).ok()))
-}
-
-/// The dense choice `var` (an environment lookup) asks for.
-pub fn dense_choice_from(var: impl Fn(&str) -> Option<String>) -> DenseChoice {
-    let min_terms = match var("CUZK_MSM_DENSE_FROM").as_deref() {
-        Some("off") => usize::MAX,
-        Some(v) => v
-            .parse::<u32>()
-            .ok()
-            .filter(|&lg| lg < usize::BITS)
-            .map_or(DENSE_MIN_TERMS, |lg| 1 << lg),
-        None => DENSE_MIN_TERMS,
-    };
-    let window = var("CUZK_MSM_DENSE_WINDOW")
-        .and_then(|v| v.parse::<u32>().ok())
-        .map(|w| w.clamp(8, 22));
-    DenseChoice { min_terms, window }
 }
 
 /// The kernel's default bound on the digits sorted at once.
@@ -535,29 +531,19 @@ mod tests {
     }
 
     #[test]
-    fn dense_choice_comes_from_the_defaults_or_the_environment() {
-        let none = dense_choice_from(|_| None);
-        assert_eq!(none.min_terms, DENSE_MIN_TERMS);
-        assert_eq!(none.window(1 << 26), dense_window(1 << 26));
-        let set = dense_choice_from(|name| match name {
-            "CUZK_MSM_DENSE_FROM" => Some("25".into()),
-            "CUZK_MSM_DENSE_WINDOW" => Some("18".into()),
-            _ => None,
-        });
+    fn dense_choice_comes_from_the_defaults_or_the_config() {
+        let d = DenseChoice::default();
+        assert!(d.takes(1 << 26) && !d.takes((1 << 26) - 1));
+        assert_eq!(d.window(1 << 27), dense_window(1 << 27));
+        assert_eq!(DenseChoice::from_log(26, 0), d, "the config's defaults");
+        let set = DenseChoice::from_log(25, 18);
         assert!(set.takes(1 << 25) && !set.takes((1 << 25) - 1));
         assert_eq!(set.window(1 << 27), 18);
-        let off = dense_choice_from(|name| (name == "CUZK_MSM_DENSE_FROM").then(|| "off".into()));
-        assert!(!off.takes(usize::MAX - 1));
-        let bad = dense_choice_from(|name| match name {
-            "CUZK_MSM_DENSE_FROM" => Some("99".into()),
-            "CUZK_MSM_DENSE_WINDOW" => Some("40".into()),
-            _ => None,
-        });
-        assert_eq!(
-            bad.min_terms, DENSE_MIN_TERMS,
-            "a shift past usize is ignored"
+        assert!(
+            !DenseChoice::from_log(0, 0).takes(usize::MAX - 1),
+            "0: never"
         );
-        assert_eq!(bad.window(1 << 26), 22, "windows stay within the kernel's");
+        assert_eq!(DenseChoice::from_log(99, 0).min_terms, usize::MAX);
     }
 
     #[test]

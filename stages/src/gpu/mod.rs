@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G2Affine};
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::fixed::DenseChoice;
 use cuzk_gpu::vram::{Reservation, VramBudget};
 
 use crate::srs::{Srs, SrsShape};
@@ -185,6 +186,9 @@ pub struct GpuContext {
     pub stream_chunk: usize,
     /// How partitions' device buffers are laid out.
     pub partition_buffers: BufferLayout,
+    /// Which dense MSMs without a table run on our Pippenger
+    /// (`gpu.dense_msm_min_log`, `gpu.dense_msm_window`).
+    pub dense: DenseChoice,
 }
 
 /// How a partition's device buffers are laid out (`gpu.partition_buffers`).
@@ -218,7 +222,7 @@ pub struct DeviceSrs {
     /// Fixed-base MSM tables (resident copies only); given up when the
     /// device needs the memory.
     tables: Mutex<Arc<SrsTables>>,
-    reservation: Reservation,
+    _reservation: Reservation,
 }
 
 /// Device bytes an SRS's points take.
@@ -244,11 +248,6 @@ impl DeviceSrs {
         self.tables.lock().unwrap().clone()
     }
 
-    /// The memory budget of the device it is resident on.
-    fn budget(&self) -> &VramBudget {
-        self.reservation.budget()
-    }
-
     fn upload(stream: &Stream, srs: &Srs, reservation: Reservation) -> anyhow::Result<Self> {
         let s = Self {
             h: DeviceBuffer::upload(stream, &srs.h)?,
@@ -258,7 +257,7 @@ impl DeviceSrs {
             b_g2: DeviceBuffer::upload(stream, &srs.b_g2)?,
             bytes: srs_device_bytes(srs),
             tables: Mutex::new(Arc::new(SrsTables::default())),
-            reservation,
+            _reservation: reservation,
         };
         // Other leases' streams read a resident copy: it must be complete
         // before any of them is told it exists.
@@ -276,6 +275,7 @@ impl GpuContext {
             pce_matrices: true,
             stream_chunk: 0,
             partition_buffers: BufferLayout::Auto,
+            dense: DenseChoice::default(),
         }
     }
 

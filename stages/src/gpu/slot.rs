@@ -11,10 +11,12 @@ use std::sync::{Arc, Mutex};
 
 use cuzk_engine::{DeviceFault, DeviceSlot, LeaseProvider};
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
+use cuzk_gpu::fixed::DenseChoice;
 use cuzk_gpu::ops;
 use cuzk_gpu::vram::{Reservation, VramError};
 
 use super::streamed::ChunkBuffers;
+use super::tables::DensePath;
 use super::{GpuContext, GpuDevice, SlotSrs};
 use crate::srs::SrsShape;
 
@@ -247,12 +249,15 @@ pub struct GpuSlot {
     /// "device" (the matrices on the device) or "host" (the matrices on
     /// the host, when they do not fit the device).
     pub(super) abc: &'static str,
+    /// Which dense MSMs without a table run on our Pippenger.
+    dense: DenseChoice,
 }
 
 impl GpuSlot {
-    fn new(dev: Arc<GpuDevice>) -> anyhow::Result<Self> {
+    fn new(dev: Arc<GpuDevice>, dense: DenseChoice) -> anyhow::Result<Self> {
         Ok(Self {
             stream: Stream::new(dev.ordinal)?,
+            dense,
             dev,
             buffers: None,
             srs: None,
@@ -260,6 +265,15 @@ impl GpuSlot {
             staged: false,
             abc: "synthesis",
         })
+    }
+
+    /// Where this lease's dense MSMs without a table may run on our
+    /// Pippenger, within its device's budget.
+    pub(super) fn dense(&self) -> DensePath<'_> {
+        DensePath {
+            choice: self.dense,
+            budget: &self.dev.vram,
+        }
     }
 
     /// Buffers for `shape`, full or `compact`: these, or ones the device
@@ -325,7 +339,7 @@ impl LeaseProvider for GpuLeases {
                 self.0.devices.len()
             )
         })?;
-        let slot = GpuSlot::new(dev).map_err(|e| DeviceFault {
+        let slot = GpuSlot::new(dev, self.0.dense).map_err(|e| DeviceFault {
             device,
             message: format!("creating a stream for a device lease: {e:#}"),
         })?;

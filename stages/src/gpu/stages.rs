@@ -11,12 +11,11 @@ use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Event, Stream};
 use cuzk_gpu::fixed::{FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, QueryCounts, QueryLists, ScalarForm, Select};
-use cuzk_gpu::vram::VramBudget;
 
 use super::abc::{HostAbc, abc_on_host};
 use super::slot::{Buffers, DeviceLists, MemoryBusy};
 use super::streamed::{self, ChunkBuffers, Dense, Terms};
-use super::tables;
+use super::tables::{self, DensePath};
 use super::{GpuContext, GpuSlot, SlotSrs, SrsTables, Unsatisfied};
 use crate::cs::popcount;
 use crate::partition::{
@@ -238,18 +237,16 @@ impl GpuContext {
         let h = spans.time_on(s, "msm_h", || {
             let n = shape.domain - 1;
             match srs.g1(Query::H, chunks, &tables)? {
-                QueryPoints::Device {
-                    points,
-                    table,
-                    budget,
-                } => {
+                QueryPoints::Device { points, table } => {
                     let all = FixedTerms::Dense {
                         base_offset: 0,
                         scalar_offset: 0,
                     };
                     Ok(tables::msm::<G1>(
                         s,
-                        (points, table, budget),
+                        points,
+                        table,
+                        slot.dense(),
                         all,
                         &bufs.a,
                         n,
@@ -278,6 +275,7 @@ impl GpuContext {
             query::<G1, _>(
                 s,
                 srs.g1(q, chunks, &tables)?,
+                slot.dense(),
                 plan,
                 &bufs.lists[i],
                 bufs.z(),
@@ -431,8 +429,6 @@ enum QueryPoints<'a, T> {
     Device {
         points: &'a DeviceBuffer,
         table: Option<&'a MsmTable>,
-        /// The device's memory budget (bounds an MSM's scratch).
-        budget: &'a VramBudget,
     },
     /// In page-locked host memory, streamed through the lease's chunks.
     Host {
@@ -459,7 +455,6 @@ impl SlotSrs {
                 QueryPoints::Device {
                     points,
                     table: table.as_ref(),
-                    budget: d.budget(),
                 }
             }
             SlotSrs::Host(srs) => QueryPoints::Host {
@@ -483,7 +478,6 @@ impl SlotSrs {
             SlotSrs::Resident(d) => QueryPoints::Device {
                 points: &d.b_g2,
                 table: tables.b_g2.as_ref(),
-                budget: d.budget(),
             },
             SlotSrs::Host(srs) => QueryPoints::Host {
                 points: &srs.b_g2,
@@ -543,6 +537,7 @@ impl QueryLabels {
 fn query<C, T>(
     stream: &Stream,
     points: QueryPoints<'_, T>,
+    dense_path: DensePath<'_>,
     plan: &QueryPlan,
     lists: &DeviceLists,
     z: &DeviceBuffer,
@@ -556,12 +551,8 @@ where
     T: Copy,
 {
     let (n_inputs, aux) = (shape.inputs, shape.aux);
-    let (points, table, budget) = match points {
-        QueryPoints::Device {
-            points,
-            table,
-            budget,
-        } => (points, table, budget),
+    let (points, table) = match points {
+        QueryPoints::Device { points, table } => (points, table),
         QueryPoints::Host { points, chunks } => {
             // The same terms, each chunk of points serving all of them.
             let lists_on_device = host_tail.is_none();
@@ -608,7 +599,9 @@ where
             let form = ScalarForm::Canonical;
             Ok(tables::msm::<C>(
                 stream,
-                (points, table, budget),
+                points,
+                table,
+                dense_path,
                 terms,
                 z,
                 n,
@@ -756,6 +749,7 @@ impl Stage<PartitionWork> for GpuBG2Msm {
             query::<G2, _>(
                 &slot.stream,
                 srs.b_g2(slot.chunks.as_ref(), &tables)?,
+                slot.dense(),
                 &plan.b,
                 &bufs.lists[2],
                 bufs.z(),

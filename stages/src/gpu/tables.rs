@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use cuzk_gpu::cuda::{self, DeviceBuffer, KernelError, Stream};
-use cuzk_gpu::fixed::{self, FixedCurve, FixedTerms, MsmTable};
+use cuzk_gpu::fixed::{self, DenseChoice, FixedCurve, FixedTerms, MsmTable};
 use cuzk_gpu::ops::{self, G1, G2, ScalarForm};
 use cuzk_gpu::vram::{Reservation, VramBudget};
 
@@ -160,16 +160,28 @@ impl SrsTables {
     }
 }
 
+/// Which dense MSMs without a table run on our Pippenger (`choice`), with
+/// the device budget whose promises their scratch must leave alone: a
+/// partition's or an SRS's reserved allocation must not fail because an
+/// MSM took its memory.
+#[derive(Clone, Copy)]
+pub(super) struct DensePath<'a> {
+    pub choice: DenseChoice,
+    pub budget: &'a VramBudget,
+}
+
 /// An MSM over `points`: on `table` when there is one and the MSM is large
 /// enough to pay for its bucket reduction; else a gathered one of
-/// [`fixed::PLAIN_MIN_TERMS`] or more, or a dense one of
-/// [`fixed::dense_choice`]'s size or more whose scratch fits the device
-/// memory that `budget` will never hand out, on our Pippenger over the
-/// points as they are, and the rest on sppark's. Counts the MSMs that ran
-/// on a table in `on_tables`.
+/// [`fixed::PLAIN_MIN_TERMS`] or more, or a dense one that `dense` takes
+/// whose scratch fits the device memory its budget will never hand out, on
+/// our Pippenger over the points as they are, and the rest on sppark's.
+/// Counts the MSMs that ran on a table in `on_tables`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn msm<C: FixedCurve>(
     stream: &Stream,
-    (points, table, budget): (&DeviceBuffer, Option<&MsmTable>, &VramBudget),
+    points: &DeviceBuffer,
+    table: Option<&MsmTable>,
+    dense: DensePath<'_>,
     terms: FixedTerms<'_>,
     scalars: &DeviceBuffer,
     n: usize,
@@ -182,12 +194,10 @@ pub(super) fn msm<C: FixedCurve>(
     }
     let all = points.bytes() / C::POINT_BYTES;
     let dense_plain = match terms {
-        FixedTerms::Dense { .. } if fixed::dense_choice().takes(n) => {
-            let window = fixed::dense_choice().window(n);
-            // Not what the budget may still hand out: a partition's or an
-            // SRS's allocation must not fail because this MSM took it.
+        FixedTerms::Dense { .. } if dense.choice.takes(n) => {
+            let window = dense.choice.window(n);
             let (free, _) = cuda::mem_info(stream.device())?;
-            let room = budget.unpromised(free);
+            let room = dense.budget.unpromised(free);
             fixed::plain_entries(n, C::POINT_BYTES, window, room).map(|e| (window, e))
         }
         _ => None,
