@@ -10,8 +10,8 @@
 //! CUZK_MSM_COPIES caps the copies. Ours is timed with runs stored into
 //! buckets zeroed per chunk (the default) and added in place (the tuning's
 //! `runs_added`, the earlier way), interleaved; the speedup is the
-//! default's. Level 0 in affine pairs (`pairs`) is checked, not timed. CUZK_MSM_POREP_G1 and
-//! CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
+//! default's. Level 0 in affine pairs (`pairs`) is checked, not timed.
+//! CUZK_MSM_POREP_G1 and CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
 //! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
 //! against one dense `msm_t` (default: none); the tail also on our own
 //! Pippenger (the fixed-base MSM without precomputed copies, window

@@ -176,16 +176,26 @@ impl DenseChoice {
 /// The kernel's default bound on the digits sorted at once.
 pub const MAX_ENTRIES: usize = 1 << 28;
 
+/// Device bytes a plain-table MSM sorts per digit: keys and values twice
+/// (the radix sort's double buffer), 16 bytes, with 2 more for the sort's
+/// own storage.
+const DIGIT_BYTES: usize = 18;
+
+/// Device bytes of one array of a plain-table MSM's buckets at `window`
+/// (XYZZ, twice a point's bytes, and the sentinel's).
+fn plain_bucket_bytes(point_bytes: usize, window: u32) -> usize {
+    (((windows(window) as usize) << (window - 1)) + 1) * 2 * point_bytes
+}
+
 /// Device scratch of an MSM of `n` terms over a plain table at `window`,
 /// sorting at most `max_entries` digits at a time, as the kernel lays it
-/// out: keys and values twice (the radix sort's double buffer), 16 bytes a
-/// digit, with 2 more for the sort's own storage; the buckets (XYZZ, twice
-/// a point's bytes), twice when the scalars run in more than one chunk.
+/// out: [`DIGIT_BYTES`] a digit, and the buckets, twice when the scalars
+/// run in more than one chunk.
 pub fn plain_scratch_bytes(n: usize, point_bytes: usize, window: u32, max_entries: usize) -> usize {
     let nwin = windows(window) as usize;
     let chunk = (max_entries / nwin).clamp(1, n.max(1));
-    let buckets = ((nwin << (window - 1)) + 1) * 2 * point_bytes;
-    chunk * nwin * 18 + buckets * if chunk < n { 2 } else { 1 }
+    let buckets = plain_bucket_bytes(point_bytes, window);
+    chunk * nwin * DIGIT_BYTES + buckets * if chunk < n { 2 } else { 1 }
 }
 
 /// The most chunks of scalars a dense plain-table MSM is split into. Each
@@ -205,10 +215,10 @@ pub fn plain_entries(n: usize, point_bytes: usize, window: u32, free: usize) -> 
     if plain_scratch_bytes(n, point_bytes, window, MAX_ENTRIES) <= room {
         return Some(MAX_ENTRIES);
     }
-    // More than one chunk: the buckets twice, and 18 bytes a digit.
+    // More than one chunk: the buckets twice.
     let nwin = windows(window) as usize;
-    let buckets = ((nwin << (window - 1)) + 1) * 2 * point_bytes * 2;
-    let terms = room.checked_sub(buckets)? / (nwin * 18);
+    let buckets = plain_bucket_bytes(point_bytes, window) * 2;
+    let terms = room.checked_sub(buckets)? / (nwin * DIGIT_BYTES);
     (terms > 0 && n.div_ceil(terms) <= MAX_CHUNKS).then_some(terms * nwin)
 }
 
