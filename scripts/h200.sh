@@ -16,6 +16,7 @@
 #   scripts/h200.sh windows    (fixed-base MSM window widths 18..22 at 2^20 and 2^22, G1 and G2)
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pairs      (fixed-base MSM level 0 one by one vs in pairs: tests, every size, chain steady state)
+#   scripts/h200.sh affine     (dense MSMs with level 0 in affine pairs, runs stored, vs one by one and msm_t; GPU tests)
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
 #                               JIT forced, cold and warm cache)
@@ -235,6 +236,20 @@ dense)
   [ -x "$bin/pce" ] && timeout $(( $(left) - 5 )) "$bin/pce" --test-threads 1 2>&1 | grep -E "^test |test result|skipping|panicked"
   [ "${PROFILE:-0}" = 1 ] && CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=14,20 CUZK_MSM_PROFILE=1 \
       timeout $(( $(left) - 5 )) "$bin/msm" 2>&1 | grep -E "^fixed msm|window" | cut -c1-300
+  ;;
+affine)
+  # #27: level 0 of the dense MSM in affine pairs (one inversion for each
+  # segment's pairs) with runs stored, against runs stored one by one and
+  # msm_t, at a 32 GiB partition's sizes, every result compared; with
+  # PROFILE=1 where the time goes at 2^26 window 20; then the GPU tests
+  # (pairs against blst at 2^26, in chunks, on every edge case).
+  CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=${WINDOWS:-18,20,22} \
+      timeout 150 "$bin/msm" 2>&1 | grep -vE "^fixed msm"
+  CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=27 CUZK_MSM_PLAIN_WINDOWS=${WINDOWS27:-20} \
+      timeout 120 "$bin/msm" 2>&1 | grep -vE "^fixed msm"
+  [ "${PROFILE:-0}" = 1 ] && CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_PROFILE=1 \
+      timeout 60 "$bin/msm" 2>&1 | grep -E "^fixed msm|window" | cut -c1-300
+  timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
   ;;
 stored)
   # #27: runs stored into buckets zeroed per chunk (the default) against

@@ -9,8 +9,8 @@
 //! CUZK_MSM_WINDOW forces the window (with as many copies as windows);
 //! CUZK_MSM_COPIES caps the copies. Ours is timed with runs stored into
 //! buckets zeroed per chunk (the default) and added in place (the tuning's
-//! `runs_added`, the earlier way), interleaved; the speedup is the
-//! default's. Level 0 in affine pairs (`pairs`) is checked, not timed.
+//! `runs_added`, the earlier way) and with level 0 in affine pairs
+//! (`pairs`, runs stored), interleaved; the speedup is the default's.
 //! CUZK_MSM_POREP_G1 and CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
 //! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
 //! against one dense `msm_t` (default: none); the tail also on our own
@@ -22,7 +22,8 @@
 //! hashes), so the tail's buckets are skewed. CUZK_MSM_PLAIN_G1 and
 //! CUZK_MSM_PLAIN_G2 list sizes for dense MSMs on our Pippenger over the
 //! points as they are (no copies; windows CUZK_MSM_PLAIN_WINDOWS), runs
-//! stored against runs added in place, against `msm_t` (default: none).
+//! stored and level 0 in affine pairs (and with CUZK_MSM_PLAIN_ADDED=1 runs
+//! added in place), against `msm_t` (default: none).
 
 use std::time::Instant;
 
@@ -197,16 +198,17 @@ where
             );
         }
         let reps = if lg >= 26 { 3 } else { 7 };
-        let (mut o, mut a, mut s) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut o, mut a, mut p, mut s) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             o.push(time(1, || ours_with(default)));
             a.push(time(1, || ours_with(added)));
+            p.push(time(1, || ours_with(pairs)));
             s.push(time(1, sppark));
         }
-        let (o, a, s) = (median(o), median(a), median(s));
+        let (o, a, p, s) = (median(o), median(a), median(p), median(s));
         println!(
             "{name} 2^{lg}: cuzk fixed-base {o:8.2} ms   sppark msm_t {s:8.2} ms   speedup {:.2}x   \
-             (runs added {a:.2} ms; window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
+             (runs added {a:.2} ms; pairs {p:.2} ms; window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
             s / o,
             table.bytes() as f64 / (1u64 << 30) as f64,
         );
@@ -214,9 +216,12 @@ where
 }
 
 /// Dense MSMs on our Pippenger over the points as they are (no precomputed
-/// copies), at each window of CUZK_MSM_PLAIN_WINDOWS: runs stored into
-/// buckets zeroed per chunk (the default) and added in place (the earlier
-/// way), against sppark's `msm_t`, interleaved; every result compared.
+/// copies), at each window of CUZK_MSM_PLAIN_WINDOWS, against sppark's
+/// `msm_t`, interleaved, every result compared: runs stored into buckets
+/// zeroed per chunk in chunks of whole windows (the default), level 0 in
+/// affine pairs, and chunks of terms over every window (the earlier way,
+/// each later chunk's buckets merged); with CUZK_MSM_PLAIN_ADDED=1 also runs
+/// added in place (the earlier way, 2.8-3.4x slower at window 20).
 fn plain<C, P>(name: &str, stream: &Stream, lg: u32)
 where
     C: FixedCurve<Projective = P>,
@@ -239,33 +244,57 @@ where
     let expect = sppark().unwrap();
     let reps = if lg >= 26 { 3 } else { 5 };
     let t_sppark = time(reps, || sppark().unwrap());
+    let default = fixed::tuning();
+    let mut ways = vec![
+        ("runs stored", default),
+        (
+            "pairs",
+            fixed::MsmTuning {
+                pairs: true,
+                ..default
+            },
+        ),
+        (
+            "chunks of terms",
+            fixed::MsmTuning {
+                chunk_terms: true,
+                ..default
+            },
+        ),
+    ];
+    if std::env::var("CUZK_MSM_PLAIN_ADDED").as_deref() == Ok("1") {
+        let added = fixed::MsmTuning {
+            runs_added: true,
+            ..default
+        };
+        ways.push(("runs added", added));
+    }
     for window in sizes("CUZK_MSM_PLAIN_WINDOWS", "14,16,18,20") {
         let table = MsmTable::plain(n, window);
-        let ours = |runs_added: bool| {
-            let tuning = fixed::MsmTuning {
-                runs_added,
-                ..fixed::tuning()
-            };
-            ours_dense::<C>(stream, &d_points, &table, &d_scalars, n, tuning)
-        };
-        for added in [false, true] {
+        let ours = |tuning| ours_dense::<C>(stream, &d_points, &table, &d_scalars, n, tuning);
+        for &(what, tuning) in &ways {
             assert_eq!(
-                ours(added),
+                ours(tuning),
                 expect,
-                "{name} 2^{lg} window {window}: ours (runs added: {added}) agrees with sppark"
+                "{name} 2^{lg} window {window}: ours ({what}) agrees with sppark"
             );
         }
-        let (mut st, mut ad) = (Vec::new(), Vec::new());
+        let mut times = vec![Vec::new(); ways.len()];
         for _ in 0..reps {
-            st.push(time(1, || ours(false)));
-            ad.push(time(1, || ours(true)));
+            for (t, &(_, tuning)) in times.iter_mut().zip(&ways) {
+                t.push(time(1, || ours(tuning)));
+            }
         }
-        let (st, ad) = (median(st), median(ad));
+        let ms: Vec<f64> = times.into_iter().map(median).collect();
+        let each: Vec<String> = ways
+            .iter()
+            .zip(&ms)
+            .map(|((what, _), t)| format!("{what} {t:8.2} ms ({:.2}x msm_t)", t_sppark / t))
+            .collect();
         println!(
-            "{name} dense 2^{lg} window {window}: runs stored {st:8.2} ms   runs added {ad:8.2} ms   \
-             sppark msm_t {t_sppark:8.2} ms   stored vs msm_t {:.2}x   stored vs added {:.2}x",
-            t_sppark / st,
-            ad / st,
+            "{name} dense 2^{lg} window {window}: {}   sppark msm_t {t_sppark:8.2} ms   pairs vs stored {:.2}x",
+            each.join("   "),
+            ms[0] / ms[1],
         );
     }
 }

@@ -181,6 +181,18 @@ pub const MAX_ENTRIES: usize = 1 << 28;
 /// own storage.
 const DIGIT_BYTES: usize = 18;
 
+/// Device bytes per digit with level 0 in affine pairs or not
+/// ([`MsmTuning::pairs`]): a pair of digits keeps a prefix product (a field
+/// element, half a point) and its position besides.
+fn digit_bytes(point_bytes: usize, pairs: bool) -> usize {
+    DIGIT_BYTES
+        + if pairs {
+            (point_bytes / 2 + 4).div_ceil(2)
+        } else {
+            0
+        }
+}
+
 /// Device bytes of one array of a plain-table MSM's buckets at `window`
 /// (XYZZ, twice a point's bytes, and the sentinel's).
 fn plain_bucket_bytes(point_bytes: usize, window: u32) -> usize {
@@ -189,37 +201,50 @@ fn plain_bucket_bytes(point_bytes: usize, window: u32) -> usize {
 
 /// Device scratch of an MSM of `n` terms over a plain table at `window`,
 /// sorting at most `max_entries` digits at a time, as the kernel lays it
-/// out: [`DIGIT_BYTES`] a digit, and the buckets, twice when the scalars
-/// run in more than one chunk.
-pub fn plain_scratch_bytes(n: usize, point_bytes: usize, window: u32, max_entries: usize) -> usize {
-    let nwin = windows(window) as usize;
-    let chunk = (max_entries / nwin).clamp(1, n.max(1));
-    let buckets = plain_bucket_bytes(point_bytes, window);
-    chunk * nwin * DIGIT_BYTES + buckets * if chunk < n { 2 } else { 1 }
+/// out: [`DIGIT_BYTES`] a digit (more in `pairs`), and the buckets. Where
+/// one window's digits of every term fit, a chunk is whole windows over
+/// every term (its buckets complete, the buckets once); else a chunk is
+/// some terms over every window, each later one's buckets apart (twice).
+pub fn plain_scratch_bytes(
+    n: usize,
+    point_bytes: usize,
+    window: u32,
+    max_entries: usize,
+    pairs: bool,
+) -> usize {
+    let (n, nwin) = (n.max(1), windows(window) as usize);
+    let (per, buckets) = (
+        digit_bytes(point_bytes, pairs),
+        plain_bucket_bytes(point_bytes, window),
+    );
+    if n <= max_entries {
+        n * (max_entries / n).min(nwin) * per + buckets
+    } else {
+        (max_entries / nwin).clamp(1, n) * nwin * per + 2 * buckets
+    }
 }
-
-/// The most chunks of scalars a dense plain-table MSM is split into. Each
-/// chunk after the first is merged into the buckets, ~4.2 ms at window 20
-/// (H100: 12.6 ms for the three of 2^26), besides its own sort: 2^27 terms
-/// in 7 chunks took 879 ms against `msm_t`'s 1,102, so 12 should still win
-/// by ~1.2x; many more would not.
-pub const MAX_CHUNKS: usize = 12;
 
 /// The digits a dense plain-table MSM of `n` terms sorts at once so its
 /// scratch fits `free` device bytes with a GiB to spare: [`MAX_ENTRIES`] if
-/// that fits, else as many as do; None when that would split the scalars
-/// into more than [`MAX_CHUNKS`] chunks (sppark's `msm_t`, which needs
-/// less memory, runs then).
-pub fn plain_entries(n: usize, point_bytes: usize, window: u32, free: usize) -> Option<usize> {
+/// that fits, else as many whole windows of every term as do; None when
+/// not even one window fits (sppark's `msm_t`, which needs less memory,
+/// runs then). `pairs` as in [`plain_scratch_bytes`].
+pub fn plain_entries(
+    n: usize,
+    point_bytes: usize,
+    window: u32,
+    free: usize,
+    pairs: bool,
+) -> Option<usize> {
     let room = free.saturating_sub(1 << 30);
-    if plain_scratch_bytes(n, point_bytes, window, MAX_ENTRIES) <= room {
+    if plain_scratch_bytes(n, point_bytes, window, MAX_ENTRIES, pairs) <= room {
         return Some(MAX_ENTRIES);
     }
-    // More than one chunk: the buckets twice.
-    let nwin = windows(window) as usize;
-    let buckets = plain_bucket_bytes(point_bytes, window) * 2;
-    let terms = room.checked_sub(buckets)? / (nwin * DIGIT_BYTES);
-    (terms > 0 && n.div_ceil(terms) <= MAX_CHUNKS).then_some(terms * nwin)
+    let n = n.max(1);
+    let per_window = n * digit_bytes(point_bytes, pairs);
+    let wins = room.checked_sub(plain_bucket_bytes(point_bytes, window))? / per_window;
+    let wins = wins.min(windows(window) as usize);
+    (wins > 0 && n <= MAX_ENTRIES).then_some(wins * n)
 }
 
 /// Device bytes of a table's extra copies.
@@ -474,7 +499,9 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// level 0; `CUZK_MSM_PAIRS=1`: level 0 in affine pairs; `CUZK_MSM_PROFILE`:
 /// each phase's device time to stderr; `CUZK_MSM_RUNS_ADDED=1` or `0`: runs
 /// added in place, the earlier way, or stored into buckets zeroed per
-/// chunk). Passed to every launch: no kernel reads the environment.
+/// chunk; `CUZK_MSM_CHUNK_TERMS=1`: chunks of terms over every window, as
+/// before chunks of whole windows). Passed to every launch: no kernel reads
+/// the environment.
 pub fn tuning() -> MsmTuning {
     static TUNING: std::sync::OnceLock<MsmTuning> = std::sync::OnceLock::new();
     *TUNING.get_or_init(|| tuning_from(|name| std::env::var(name).ok()))
@@ -494,6 +521,7 @@ pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
         pairs: var("CUZK_MSM_PAIRS").as_deref() == Some("1"),
         profile: var("CUZK_MSM_PROFILE").is_some(),
         runs_added: var("CUZK_MSM_RUNS_ADDED").map_or(d.runs_added, |v| v == "1"),
+        chunk_terms: var("CUZK_MSM_CHUNK_TERMS").as_deref() == Some("1"),
     }
 }
 
@@ -514,30 +542,45 @@ mod tests {
         assert_eq!(dense_window(1 << 26), 20);
         assert_eq!(dense_window(1 << 27), 20);
         assert_eq!(dense_window(1 << 22), 16);
-        // 2^27 G1 terms at window 20: 13 windows, 2^28 digits a chunk (4.5
-        // GiB of keys and values), 6.8 M buckets of 192 bytes, twice.
+        // 2^27 G1 terms at window 20: 13 windows, two of every term a chunk
+        // (2^28 digits, 4.5 GiB of keys and values), 6.8 M buckets of 192
+        // bytes once (every bucket complete within its chunk).
         let n = 1 << 27;
-        let full = plain_scratch_bytes(n, 96, 20, MAX_ENTRIES);
+        let full = plain_scratch_bytes(n, 96, 20, MAX_ENTRIES, false);
         let buckets = ((13 << 19) + 1) * 192;
-        assert_eq!(full, (MAX_ENTRIES / 13) * 13 * 18 + 2 * buckets);
+        assert_eq!(full, 2 * n * 18 + buckets);
         assert_eq!(
-            plain_entries(n, 96, 20, full + (1 << 30)),
+            plain_entries(n, 96, 20, full + (1 << 30), false),
             Some(MAX_ENTRIES)
         );
-        // Less room: as many digits as fit, in at most MAX_CHUNKS chunks.
-        let eighth = n.div_ceil(MAX_CHUNKS) * 13;
-        let tight = plain_scratch_bytes(n, 96, 20, eighth) + (1 << 30);
-        let got = plain_entries(n, 96, 20, tight).unwrap();
-        assert!((eighth..MAX_ENTRIES).contains(&got), "{got}");
-        assert!(plain_scratch_bytes(n, 96, 20, got) <= tight - (1 << 30));
-        assert_eq!(plain_entries(n, 96, 20, tight - 13 * 18 * 1024), None);
-        assert_eq!(plain_entries(n, 96, 20, 1 << 30), None);
-        // One chunk: the buckets once.
+        // Less room: one window of every term at a time.
+        let one = n * 18 + buckets + (1 << 30);
+        assert_eq!(plain_entries(n, 96, 20, one, false), Some(n));
+        assert_eq!(plain_scratch_bytes(n, 96, 20, n, false), one - (1 << 30));
+        assert_eq!(plain_entries(n, 96, 20, one - 1, false), None);
+        assert_eq!(plain_entries(n, 96, 20, 1 << 30, false), None);
+        // One chunk: every window of every term, the buckets once.
         let small = 1 << 20;
         assert_eq!(
-            plain_scratch_bytes(small, 96, 14, MAX_ENTRIES),
+            plain_scratch_bytes(small, 96, 14, MAX_ENTRIES, false),
             small * 19 * 18 + ((19 << 13) + 1) * 192
         );
+        // More terms than a chunk holds: chunks of terms over every window,
+        // each later chunk's buckets apart.
+        assert_eq!(
+            plain_scratch_bytes(small, 96, 14, small / 2, false),
+            (small / 2 / 19) * 19 * 18 + 2 * (((19 << 13) + 1) * 192)
+        );
+        // In affine pairs: a G1 prefix product and a position per pair, so
+        // 26 bytes more a digit (50 for G2's).
+        assert_eq!(
+            plain_scratch_bytes(small, 96, 14, MAX_ENTRIES, true),
+            small * 19 * (18 + 26) + ((19 << 13) + 1) * 192
+        );
+        assert_eq!(digit_bytes(192, true), 18 + 50);
+        let paired = n * (18 + 26) + buckets + (1 << 30);
+        assert_eq!(plain_entries(n, 96, 20, paired, true), Some(n));
+        assert_eq!(plain_entries(n, 96, 20, paired - 1, true), None);
     }
 
     #[test]
@@ -565,15 +608,17 @@ mod tests {
             "CUZK_MSM_EDGE_SEG" => Some("1".into()),
             "CUZK_MSM_PAIRS" => Some("1".into()),
             "CUZK_MSM_RUNS_ADDED" => Some("1".into()),
+            "CUZK_MSM_CHUNK_TERMS" => Some("1".into()),
             _ => None,
         });
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
-        assert!(knobs.pairs && knobs.runs_added && !knobs.profile);
+        assert!(knobs.pairs && knobs.runs_added && knobs.chunk_terms && !knobs.profile);
         assert!(!none.runs_added, "runs stored by default");
+        assert!(!none.chunk_terms, "chunks of whole windows by default");
         let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
         assert_eq!(bad.threads_per_sm, 1024);
-        // The struct the kernels read: 4 + 4 + 1 + 1 + 1 bytes, padded to 12.
+        // The struct the kernels read: 4 + 4 + 1 + 1 + 1 + 1 bytes, 12.
         assert_eq!(std::mem::size_of::<MsmTuning>(), 12);
     }
 

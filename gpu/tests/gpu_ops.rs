@@ -144,7 +144,8 @@ fn ntt_of_2_pow_27_matches_the_cpu_bit_for_bit() {
 
 /// A dense G1 MSM of 2^26 terms as the engine runs one without a table (our
 /// Pippenger over the points as they are, the engine's window, several
-/// chunks of scalars, runs stored and added), against blst on every core,
+/// chunks of whole windows or of scalars, runs stored and added, one by one
+/// and in affine pairs), against blst on every core,
 /// and sppark's `msm_t` too. A 32 GiB PoRep partition's H MSM is 2^27.
 #[test]
 fn dense_msm_of_2_pow_26_matches_blst() {
@@ -174,9 +175,20 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         base_offset: 0,
         scalar_offset: 0,
     };
-    for runs_added in [false, true] {
+    // Runs stored in chunks of whole windows (the default), added in place,
+    // level 0 in affine pairs, and chunks of terms (each later chunk's
+    // buckets merged).
+    let ways = [
+        (false, false, false),
+        (true, false, false),
+        (false, true, false),
+        (false, false, true),
+    ];
+    for (runs_added, pairs, chunk_terms) in ways {
         let tuning = fixed::MsmTuning {
             runs_added,
+            pairs,
+            chunk_terms,
             ..fixed::tuning()
         };
         let got = fixed::msm_fixed_tuned::<G1>(
@@ -185,7 +197,8 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         .unwrap();
         assert_eq!(
             got, expect,
-            "dense G1 2^{lg}, window {window}, runs added: {runs_added}, against blst"
+            "dense G1 2^{lg}, window {window}, runs added: {runs_added}, pairs: {pairs}, \
+             chunks of terms: {chunk_terms}, against blst"
         );
     }
     let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
@@ -445,12 +458,21 @@ fn check_fixed<C, K>(
             fixed::msm_fixed::<C>(stream, d_bases, t, gathered, &d_canon, idx.len(), Canonical)
                 .unwrap();
         assert_eq!(got, expect_g, "fixed gathered {shape}");
-        // In chunks of scalars (at least four once n is large): each later
-        // chunk's buckets stored apart and joined to the total, or every run
-        // added in place (the earlier way); the first table also in pairs.
+        // In chunks (at least four once n is large): of whole groups of
+        // windows where one group's digits fit (the plain tables and few
+        // copies), else of scalars, each later chunk's buckets stored apart
+        // and joined to the total; or every run
+        // added in place (the earlier way); the first table also in pairs,
+        // with runs stored and added, and the plain ones (dense MSMs) in
+        // pairs with runs stored.
         let per_chunk = (n * fixed::windows(t.window()) as usize / 4).max(1000);
-        let ways = [(false, false), (true, false), (false, true)];
-        for (runs_added, pairs) in ways.into_iter().take(if i == 0 { 3 } else { 2 }) {
+        let ways = [(false, false), (true, false), (false, true), (true, true)];
+        let take = match (i, t.copies()) {
+            (0, _) => 4,
+            (_, 1) => 3,
+            _ => 2,
+        };
+        for (runs_added, pairs) in ways.into_iter().take(take) {
             let tuning = fixed::MsmTuning {
                 runs_added,
                 pairs,

@@ -30,6 +30,7 @@ struct cuzk_msm_tuning {
     bool pairs;              // level 0 in affine pairs (measured slower)
     bool profile;            // each phase's device time to stderr
     bool runs_added;         // runs added into their buckets in place (the earlier way)
+    bool chunk_terms;        // chunks of terms over every window, never of windows
 };
 
 // Mirrors Rust's `cuzk_kernels::FixedMsmArgs`: sum(bases[i_k] * scalars[j_k])
@@ -97,14 +98,15 @@ public:
 // carries out of its top signed digit.
 static inline uint32_t windows_of(uint32_t c) { return (256 + c - 1) / c; }
 
-// Signed digits of every scalar, one (bucket key, table entry) pair per
-// window: key g*2^(c-1) + |d|-1 for window w = g*copies + t, entry
-// t*ntab + point with the sign in bit 31; zero digits get `sentinel`, the
-// largest key, so they sort last. `nonzero` counts the others.
+// Signed digits of every scalar in windows [w0, w1), one (bucket key, table
+// entry) pair per window: key g*2^(c-1) + |d|-1 for window w = g*copies + t,
+// entry t*ntab + point with the sign in bit 31; zero digits get `sentinel`,
+// the largest key, so they sort last. `nonzero` counts the others. The
+// windows below w0 are walked for their carries, not stored.
 __launch_bounds__(256) __global__
 void fm_digits(uint32_t* keys, uint32_t* vals, uint32_t* nonzero, const fr_t* scalars,
                const uint32_t* scalar_idx, const uint32_t* base_idx, uint64_t base_off,
-               uint32_t n, bool mont, uint32_t c, uint32_t nwin, uint32_t copies,
+               uint32_t n, bool mont, uint32_t c, uint32_t w0, uint32_t w1, uint32_t copies,
                uint64_t ntab, uint32_t sentinel)
 {
 #ifdef __CUDA_ARCH__
@@ -121,12 +123,14 @@ void fm_digits(uint32_t* keys, uint32_t* vals, uint32_t* nonzero, const fr_t* sc
         words[8] = 0;
         const uint64_t point = base_idx ? base_idx[k] : base_off + k;
         uint32_t carry = 0;
-        for (uint32_t w = 0; w < nwin; w++) {
+        for (uint32_t w = 0; w < w1; w++) {
             const uint32_t bit = w * c, word = bit / 32;
             const uint64_t v = ((uint64_t)words[word + 1] << 32 | words[word]) >> (bit % 32);
             const uint32_t raw = ((uint32_t)v & mask) + carry;
             // Above half the digit is raw - 2^c, borrowing from the next window.
             carry = raw > half;
+            if (w < w0)
+                continue;
             const uint32_t mag = carry ? full - raw : raw;
             uint32_t key = sentinel, val = 0;
             if (mag != 0) {
@@ -134,8 +138,8 @@ void fm_digits(uint32_t* keys, uint32_t* vals, uint32_t* nonzero, const fr_t* sc
                 val = (uint32_t)((w % copies) * ntab + point) | (carry << 31);
                 count++;
             }
-            keys[(size_t)w * n + k] = key;
-            vals[(size_t)w * n + k] = val;
+            keys[(size_t)(w - w0) * n + k] = key;
+            vals[(size_t)(w - w0) * n + k] = val;
         }
     }
 #if __CUDA_ARCH__ >= 800

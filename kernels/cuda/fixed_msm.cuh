@@ -13,14 +13,16 @@
 //      segment edges go to two slots per segment, which the same kernel
 //      reduces again until one segment is left (no host synchronisation, and
 //      no bucket, however full, sits on one thread); a later chunk's buckets
-//      then join the total one by one (fm_merge); fm_accumulate_pairs is a
+//      then join the total one by one (fm_merge) where chunks split the
+//      terms rather than the windows; fm_accumulate_pairs is a
 //      level 0 that first sums neighbours of a run in pairs, in affine
 //      coordinates (opt-in: measured slower);
 //   4. reduce: sum (b+1)*bucket[b] over chunks of buckets in parallel, then
 //      per group in one block; the host joins the groups (Horner, c*copies
 //      doublings each) when the table has fewer copies than windows.
-// Large MSMs run in chunks of scalars into the same buckets, bounding the
-// scratch memory. Field elements of G2 span two lanes (degree 2), so every
+// Large MSMs run in chunks of digits into the same buckets, bounding the
+// scratch memory: whole groups of windows over every scalar where a group
+// fits (nothing to merge), else chunks of scalars. Field elements of G2 span two lanes (degree 2), so every
 // kernel works in lane groups of `DEGREE` threads that follow one path.
 //
 // By concern: fixed_msm_table.cuh (tables of multiples),
@@ -91,14 +93,22 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const uint32_t sentinel = groups * nb;
     const int key_bits = 32 - __builtin_clz(sentinel);
     // tuning.pairs: level 0 adds entries in pairs (fm_accumulate_pairs),
-    // measured slower on an H200 (G1 2^24: 160 ms against 112, G2 2^22: 104
-    // against 100), so not the default. Its scratch is about half an element
-    // and an index per entry, so G2's chunk is then half G1's.
+    // measured slower on an H200 with runs added (G1 2^24: 160 ms against
+    // 112, G2 2^22: 104 against 100), so not the default. Its scratch is
+    // about half an element and an index per entry, so G2's chunk is then
+    // half G1's.
     const bool pairs = a->tuning.pairs;
     if (max_entries == 0 || max_entries > (1u << 30))
         max_entries = (1u << 28) / (pairs ? DEGREE : 1);
-    const size_t chunk = std::min(n, std::max<size_t>(1, max_entries / nwin));
-    const size_t cap = chunk * nwin;
+    // Chunks of digits: whole groups of windows over every term where one
+    // group's digits fit, so every bucket is complete within its chunk and
+    // its runs are stored straight into it; else chunks of terms over every
+    // window, each later chunk's buckets joined to the total (fm_merge).
+    const bool by_groups = !a->tuning.chunk_terms && (size_t)n * copies <= max_entries;
+    const uint32_t group_step =
+        by_groups ? (uint32_t)std::min<size_t>(groups, max_entries / ((size_t)n * copies)) : groups;
+    const size_t chunk = by_groups ? n : std::min(n, std::max<size_t>(1, max_entries / nwin));
+    const size_t cap = chunk * std::min(nwin, group_step * copies);
 
     const gpu_t& gpu = select_gpu(device);
     gpu.select();
@@ -124,9 +134,9 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     CUDA_OK(cudaMemsetAsync((bucket_h*)buckets, 0, bucket_bytes, s));
     // Runs are stored into buckets zeroed for their chunk (fm_runs): the
     // first chunk's are the buckets themselves; each later chunk's go to
-    // `fresh`, then join the buckets one by one (fm_merge). In pairs, or
-    // with tuning.runs_added, every run is added in place as before.
-    const bool stored = !pairs && !a->tuning.runs_added;
+    // `fresh`, then join the buckets one by one (fm_merge). With
+    // tuning.runs_added every run is added in place as before.
+    const bool stored = !a->tuning.runs_added;
     stream_buf<bucket_h> fresh{stored && chunk < n ? (size_t)sentinel + 1 : 0, s};
     stream_buf<uint32_t> k0{cap, s}, k1{cap, s}, v0{cap, s}, v1{cap, s}, nz{1, s};
     stream_buf<uint32_t> slot_k[2] = {{2 * (size_t)nseg0, s}, {2 * (size_t)nseg1, s}};
@@ -148,8 +158,11 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const affine_h* extra = reinterpret_cast<const affine_h*>(tab->extra);
     clock.mark("alloc");
 
-    for (size_t off = 0; off < n; off += chunk) {
+    for (size_t off = 0; off < n; off += chunk)
+    for (uint32_t g0 = 0; g0 < groups; g0 += group_step) {
         const uint32_t m = (uint32_t)std::min(chunk, n - off);
+        const uint32_t w0 = g0 * copies, w1 = std::min(nwin, (g0 + group_step) * copies);
+        const size_t entries = (size_t)m * (w1 - w0);
         bucket_h* into = stored && off > 0 ? (bucket_h*)fresh : (bucket_h*)buckets;
         if (into != (bucket_h*)buckets)
             CUDA_OK(cudaMemsetAsync(into, 0, bucket_bytes, s));
@@ -157,17 +170,22 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         fm_digits<<<std::min<uint32_t>((m + 255) / 256, sms * 16), 256, 0, s>>>(
             k0, v0, nz, scalar_idx ? scalars : scalars + off,
             scalar_idx ? scalar_idx + off : nullptr, base_idx ? base_idx + off : nullptr,
-            base_off + off, m, mont, c, nwin, copies, tab->ntab, sentinel);
+            base_off + off, m, mont, c, w0, w1, copies, tab->ntab, sentinel);
         CUDA_OK(cudaGetLastError());
         clock.mark("digits");
         cub::DoubleBuffer<uint32_t> dk{k0, k1}, dv{v0, v1};
         CUDA_OK(cub::DeviceRadixSort::SortPairs((uint8_t*)temp, temp_bytes, dk, dv,
-                                                (int)(m * nwin), 0, key_bits, (cudaStream_t)s));
+                                                (int)entries, 0, key_bits, (cudaStream_t)s));
         clock.mark("sort");
-        uint32_t nseg = (m * nwin + seg0 - 1) / seg0;
-        if (pairs)
-            fm_accumulate_pairs<256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                buckets, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
+        uint32_t nseg = (uint32_t)((entries + seg0 - 1) / seg0);
+        if (pairs && stored)
+            fm_accumulate_pairs<RUNS_STORED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
+                base, extra, tab->ntab, sentinel, prefix, pair_at,
+                blocks_for(nseg, 256) * 256 / DEGREE);
+        else if (pairs)
+            fm_accumulate_pairs<RUNS_ADDED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+                into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
                 base, extra, tab->ntab, sentinel, prefix, pair_at,
                 blocks_for(nseg, 256) * 256 / DEGREE);
         else if (stored)

@@ -177,13 +177,14 @@ void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t 
 // every lane runs the inversion (sppark's pairs lanes up), so none leaves
 // before it; the backward pass walks the segment from its end, flushing runs
 // as fm_accumulate does.
-// On an H200 it is slower all the same (G1 2^24 over 12 copies: 160 ms
-// against 112): each table point is read twice, at random, and the prefix
-// products go through memory; fewer multiplications do not pay for that.
-// Kept, opt-in (CUZK_MSM_PAIRS=1), tested against blst, for tables of few
-// copies (G1 2^26 over 3 copies: 940 ms against 1194) and as the measured
-// alternative.
-template<int THREADS>
+// On an H200 it was slower all the same (G1 2^24 over 12 copies: 160 ms
+// against 112), measured with runs added in place, whose stall at a run's
+// end made wide windows cost twice as much: each table point is read twice,
+// at random, and the prefix products go through memory. Runs end as `RUNS`
+// says, stored or added, like fm_accumulate's. Opt-in (CUZK_MSM_PAIRS=1),
+// tested against blst, and timed beside the default on dense MSMs (a
+// dense MSM is compute-bound: 2.3 G mixed additions/s on an H100).
+template<fm_runs RUNS, int THREADS>
 __launch_bounds__(THREADS) __global__
 void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
                          const uint32_t* keys, const uint32_t* vals, const uint32_t* m_ptr,
@@ -241,7 +242,7 @@ void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_
         const uint32_t i = e - 1;
         const uint32_t k = keys[i];
         if (k != key) {
-            fm_flush<RUNS_ADDED>(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m,
+            fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m,
                                  head_open, sentinel, head_done, tail_done);
             key = k;
             re = e;
@@ -280,7 +281,7 @@ void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_
             e -= 1;
         }
     }
-    fm_flush<RUNS_ADDED>(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open,
+    fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open,
                          sentinel, head_done, tail_done);
     fm_close_slots(sk, sv, first, last, head_done, tail_done);
 #endif

@@ -121,6 +121,10 @@ pub struct MsmTuning {
     /// Level 0 adds each run into its bucket in place, as before runs were
     /// stored into buckets zeroed per chunk (kept for side-by-side timing).
     pub runs_added: bool,
+    /// Chunks of digits are always some terms over every window (each later
+    /// chunk's buckets merged), as before chunks of whole windows over every
+    /// term (kept for side-by-side timing).
+    pub chunk_terms: bool,
 }
 
 impl Default for MsmTuning {
@@ -133,6 +137,7 @@ impl Default for MsmTuning {
             // Runs stored: G1 2^26 over the plain points at window 20,
             // 447 ms against 1,265 added (H100, `scripts/h200.sh dense`).
             runs_added: false,
+            chunk_terms: false,
         }
     }
 }

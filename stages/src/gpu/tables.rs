@@ -198,7 +198,8 @@ pub(super) fn msm<C: FixedCurve>(
             let window = dense.choice.window(n);
             let (free, _) = cuda::mem_info(stream.device())?;
             let room = dense.budget.unpromised(free);
-            fixed::plain_entries(n, C::POINT_BYTES, window, room).map(|e| (window, e))
+            let pairs = fixed::tuning().pairs;
+            fixed::plain_entries(n, C::POINT_BYTES, window, room, pairs).map(|e| (window, e))
         }
         _ => None,
     };
