@@ -249,6 +249,11 @@ affine)
       timeout 120 "$bin/msm" 2>&1 | grep -vE "^fixed msm"
   [ "${PROFILE:-0}" = 1 ] && CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_PROFILE=1 \
       timeout 60 "$bin/msm" 2>&1 | grep -E "^fixed msm|window" | cut -c1-300
+  # THREADS="512 2048": level 0's threads per SM (segment length) at 2^26 window 20.
+  for t in ${THREADS:-}; do
+    CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_THREADS=$t \
+        timeout 60 "$bin/msm" 2>&1 | grep -E "window" | sed "s/^/threads_per_sm=$t: /"
+  done
   timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
   ;;
 stored)

@@ -93,10 +93,10 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const uint32_t sentinel = groups * nb;
     const int key_bits = 32 - __builtin_clz(sentinel);
     // tuning.pairs: level 0 adds entries in pairs (fm_accumulate_pairs),
-    // measured slower on an H200 with runs added (G1 2^24: 160 ms against
-    // 112, G2 2^22: 104 against 100), so not the default. Its scratch is
-    // about half an element and an index per entry, so G2's chunk is then
-    // half G1's.
+    // measured slower with runs stored too (H100, G1 dense 2^26 at window
+    // 20: 520 ms against 430; G1 2^24 table: 123 against 104), so not the
+    // default. Its scratch is about half an element and an index per
+    // entry, so G2's chunk is then half G1's.
     const bool pairs = a->tuning.pairs;
     if (max_entries == 0 || max_entries > (1u << 30))
         max_entries = (1u << 28) / (pairs ? DEGREE : 1);

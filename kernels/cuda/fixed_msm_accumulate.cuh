@@ -177,13 +177,13 @@ void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t 
 // every lane runs the inversion (sppark's pairs lanes up), so none leaves
 // before it; the backward pass walks the segment from its end, flushing runs
 // as fm_accumulate does.
-// On an H200 it was slower all the same (G1 2^24 over 12 copies: 160 ms
-// against 112), measured with runs added in place, whose stall at a run's
-// end made wide windows cost twice as much: each table point is read twice,
-// at random, and the prefix products go through memory. Runs end as `RUNS`
-// says, stored or added, like fm_accumulate's. Opt-in (CUZK_MSM_PAIRS=1),
-// tested against blst, and timed beside the default on dense MSMs (a
-// dense MSM is compute-bound: 2.3 G mixed additions/s on an H100).
+// It is slower all the same, with runs added (H200, G1 2^24 over 12
+// copies: 160 ms against 112) and stored (H100, G1 dense 2^26 at window 20:
+// 520 ms against 430): each table point is read twice, at random, and the
+// prefix products go through memory, which costs more than the ~20% fewer
+// multiplications save (one-by-one level 0 already runs at ~79% of the
+// IMAD throughput). Runs end as `RUNS` says, like fm_accumulate's. Opt-in
+// (CUZK_MSM_PAIRS=1), tested against blst, timed beside the default.
 template<fm_runs RUNS, int THREADS>
 __launch_bounds__(THREADS) __global__
 void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,

@@ -114,7 +114,8 @@ pub struct MsmTuning {
     pub threads_per_sm: u32,
     /// Slots per segment above level 0.
     pub edge_seg: u32,
-    /// Level 0 adds table entries in affine pairs (measured slower).
+    /// Level 0 adds table entries in affine pairs (measured slower: H100,
+    /// G1 dense 2^26 at window 20, 520 ms against 430 one by one).
     pub pairs: bool,
     /// Prints each phase's device time to stderr.
     pub profile: bool,
