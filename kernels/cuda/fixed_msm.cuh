@@ -22,8 +22,9 @@
 //      doublings each) when the table has fewer copies than windows.
 // Large MSMs run in chunks of digits into the same buckets, bounding the
 // scratch memory: whole groups of windows over every scalar where a group
-// fits (nothing to merge), else chunks of scalars. Field elements of G2 span two lanes (degree 2), so every
-// kernel works in lane groups of `DEGREE` threads that follow one path.
+// fits (nothing to merge), else chunks of scalars. Field elements of G2
+// span two lanes (degree 2), so every kernel works in lane groups of
+// `DEGREE` threads that follow one path.
 //
 // By concern: fixed_msm_table.cuh (tables of multiples),
 // fixed_msm_accumulate.cuh (buckets from sorted pairs), fixed_msm_reduce.cuh
@@ -137,6 +138,13 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // `fresh`, then join the buckets one by one (fm_merge). With
     // tuning.runs_added every run is added in place as before.
     const bool stored = !a->tuning.runs_added;
+    // Each accumulation level's kernel, with runs ending as `stored` says.
+    const auto accumulate_table = stored ? fm_accumulate<FROM_TABLE, RUNS_STORED, 256>
+                                         : fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>;
+    const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256>
+                                         : fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256>;
+    const auto accumulate_pairs = stored ? fm_accumulate_pairs<RUNS_STORED, 256>
+                                         : fm_accumulate_pairs<RUNS_ADDED, 256>;
     stream_buf<bucket_h> fresh{stored && chunk < n ? (size_t)sentinel + 1 : 0, s};
     stream_buf<uint32_t> k0{cap, s}, k1{cap, s}, v0{cap, s}, v1{cap, s}, nz{1, s};
     stream_buf<uint32_t> slot_k[2] = {{2 * (size_t)nseg0, s}, {2 * (size_t)nseg1, s}};
@@ -158,6 +166,7 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const affine_h* extra = reinterpret_cast<const affine_h*>(tab->extra);
     clock.mark("alloc");
 
+    // Chunks of terms, or of groups of windows: one of the two loops runs once.
     for (size_t off = 0; off < n; off += chunk)
     for (uint32_t g0 = 0; g0 < groups; g0 += group_step) {
         const uint32_t m = (uint32_t)std::min(chunk, n - off);
@@ -178,22 +187,13 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
                                                 (int)entries, 0, key_bits, (cudaStream_t)s));
         clock.mark("sort");
         uint32_t nseg = (uint32_t)((entries + seg0 - 1) / seg0);
-        if (pairs && stored)
-            fm_accumulate_pairs<RUNS_STORED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+        if (pairs)
+            accumulate_pairs<<<blocks_for(nseg, 256), 256, 0, s>>>(
                 into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
                 base, extra, tab->ntab, sentinel, prefix, pair_at,
                 blocks_for(nseg, 256) * 256 / DEGREE);
-        else if (pairs)
-            fm_accumulate_pairs<RUNS_ADDED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nz, seg0, nseg,
-                base, extra, tab->ntab, sentinel, prefix, pair_at,
-                blocks_for(nseg, 256) * 256 / DEGREE);
-        else if (stored)
-            fm_accumulate<FROM_TABLE, RUNS_STORED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
-                seg0, nseg, base, extra, tab->ntab, sentinel);
         else
-            fm_accumulate<FROM_TABLE, RUNS_ADDED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
+            accumulate_table<<<blocks_for(nseg, 256), 256, 0, s>>>(
                 into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
                 seg0, nseg, base, extra, tab->ntab, sentinel);
         CUDA_OK(cudaGetLastError());

@@ -242,8 +242,8 @@ void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_
         const uint32_t i = e - 1;
         const uint32_t k = keys[i];
         if (k != key) {
-            fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m,
-                                 head_open, sentinel, head_done, tail_done);
+            fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, e, re, s0, s1, m, head_open,
+                           sentinel, head_done, tail_done);
             key = k;
             re = e;
             acc.inf();
@@ -281,8 +281,8 @@ void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_
             e -= 1;
         }
     }
-    fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open,
-                         sentinel, head_done, tail_done);
+    fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, s0, re, s0, s1, m, head_open, sentinel,
+                   head_done, tail_done);
     fm_close_slots(sk, sv, first, last, head_done, tail_done);
 #endif
 }
