@@ -17,6 +17,7 @@
 #   scripts/h200.sh pce-tables (sha256 2^20 x 10: classic vs pce_gpu with tables, SupraSeal; 2^26 G1 over a smaller table)
 #   scripts/h200.sh pairs      (fixed-base MSM level 0 one by one vs in pairs: tests, every size, chain steady state)
 #   scripts/h200.sh affine     (dense MSMs with level 0 in affine pairs, runs stored, vs one by one and msm_t; GPU tests)
+#   scripts/h200.sh reduce     (the bucket reduction's threads per SM at dense G1 2^26 and the G1 2^24 table; GPU tests)
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
 #                               JIT forced, cold and warm cache)
@@ -253,6 +254,28 @@ affine)
   for t in ${THREADS:-}; do
     CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_THREADS=$t \
         timeout 60 "$bin/msm" 2>&1 | grep -E "window" | sed "s/^/threads_per_sm=$t: /"
+  done
+  timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  ;;
+reduce)
+  # #27: the bucket reduction's threads per SM (REDUCE="512 2048", the first
+  # the default): dense G1 2^26 window 20 and the G1 2^24 table, every
+  # result compared with msm_t's, the reduction's median (CUDA events) per
+  # size; then the GPU tests.
+  for r in ${REDUCE:-512 2048}; do
+    CUZK_MSM_REDUCE_PER_SM=$r CUZK_MSM_PROFILE=1 CUZK_MSM_G1=24 CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 \
+        CUZK_MSM_PLAIN_WINDOWS=20 timeout 150 "$bin/msm" 2>&1 | python3 -c '
+import re, statistics, sys
+red = {}
+for line in sys.stdin:
+    m = re.match(r"fixed msm n=(\d+):.* reduce ([\d.]+) ms", line)
+    if m:
+        red.setdefault(int(m.group(1)), []).append(float(m.group(2)))
+    elif re.match(r"G1 (dense )?2\^\d+(:| window)", line) and "made" not in line:
+        print(line.rstrip()[:260])
+for n, v in sorted(red.items()):
+    print(f"reduce, n={n}: median {statistics.median(v):.2f} ms of {len(v)}")
+' | sed "s/^/reduce_per_sm=$r: /"
   done
   timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
   ;;

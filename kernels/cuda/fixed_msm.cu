@@ -27,6 +27,7 @@ struct cuzk_msm_table {
 struct cuzk_msm_tuning {
     uint32_t threads_per_sm; // level-0 accumulation threads per SM
     uint32_t edge_seg;       // slots per segment above level 0
+    uint32_t reduce_per_sm;  // bucket-reduction threads per SM (at most)
     bool pairs;              // level 0 in affine pairs (measured slower)
     bool profile;            // each phase's device time to stderr
     bool runs_added;         // runs added into their buckets in place (the earlier way)

@@ -202,14 +202,9 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         for (int from = 0; nseg > 1; from ^= 1) {
             const uint32_t count = 2 * nseg;
             nseg = (count + seg_up - 1) / seg_up;
-            if (stored)
-                fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                    into, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
-                    slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
-            else
-                fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256><<<blocks_for(nseg, 256), 256, 0, s>>>(
-                    into, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
-                    slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
+            accumulate_edges<<<blocks_for(nseg, 256), 256, 0, s>>>(
+                into, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
+                slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
             CUDA_OK(cudaGetLastError());
         }
         clock.mark("edges");
@@ -220,11 +215,12 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         }
     }
 
-    // Enough chunks of buckets to fill the device, each long enough (32
-    // buckets) that the multiplication by its start stays a small part.
+    // Enough chunks of buckets to fill the device (tuning.reduce_per_sm
+    // threads an SM at most), each long enough (32 buckets) that the
+    // multiplication by its start stays a small part.
+    const size_t reduce_lanes = (size_t)sms * std::max(1u, a->tuning.reduce_per_sm) / DEGREE;
     uint32_t parts = 1;
-    while (parts < nb && nb / (parts * 2) >= 32 &&
-           (size_t)groups * parts * 2 <= (size_t)sms * 512 / DEGREE)
+    while (parts < nb && nb / (parts * 2) >= 32 && (size_t)groups * parts * 2 <= reduce_lanes)
         parts *= 2;
     const uint32_t per_block = 512, blocks = (parts + per_block - 1) / per_block;
     stream_buf<bucket_h> partials{(size_t)groups * parts, s}, mid{(size_t)groups * blocks, s},

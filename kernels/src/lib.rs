@@ -114,6 +114,9 @@ pub struct MsmTuning {
     pub threads_per_sm: u32,
     /// Slots per segment above level 0.
     pub edge_seg: u32,
+    /// Bucket-reduction threads per SM, at most (each sums a chunk of at
+    /// least 32 buckets).
+    pub reduce_per_sm: u32,
     /// Level 0 adds table entries in affine pairs (measured slower: H100,
     /// G1 dense 2^26 at window 20, 520 ms against 430 one by one).
     pub pairs: bool,
@@ -133,6 +136,7 @@ impl Default for MsmTuning {
         Self {
             threads_per_sm: 1024,
             edge_seg: 4,
+            reduce_per_sm: 512,
             pairs: false,
             profile: false,
             // Runs stored: G1 2^26 over the plain points at window 20,
