@@ -18,6 +18,8 @@
 #   scripts/h200.sh pairs      (fixed-base MSM level 0 one by one vs in pairs: tests, every size, chain steady state)
 #   scripts/h200.sh affine     (dense MSMs with level 0 in affine pairs, runs stored, vs one by one and msm_t; GPU tests)
 #   scripts/h200.sh reduce     (the bucket reduction's threads per SM at dense G1 2^26 and the G1 2^24 table; GPU tests)
+#   scripts/h200.sh blocks     (level 0 in blocks of 256, 128 and 64 threads: G1/G2 2^24 tables, dense G1 2^26/2^27,
+#                               chain 2^20 x 10 steady state; GPU tests)
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
 #                               JIT forced, cold and warm cache)
@@ -276,6 +278,25 @@ for line in sys.stdin:
 for n, v in sorted(red.items()):
     print(f"reduce, n={n}: median {statistics.median(v):.2f} ms of {len(v)}")
 ' | sed "s/^/reduce_per_sm=$r: /"
+  done
+  timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  ;;
+blocks)
+  # #27: level 0 in blocks of 256 (the default), 128 and 64 threads (BLOCKS,
+  # the first the default; fewer threads a block let more warps an SM fit
+  # the addition's registers): the G1 and G2 2^24 tables, dense G1 2^26 and
+  # 2^27 at window 20, every result compared with msm_t's, interleaved; then
+  # chain 2^20 x 10 steady state (c=10 j=3, after a warm-up) at each block
+  # size, every proof verified; then the GPU tests.
+  blocks=${BLOCKS:-256 128 64}
+  extra=$(echo "$blocks" | cut -d' ' -f2- | tr ' ' ',')
+  CUZK_MSM_BLOCK=${blocks%% *} CUZK_MSM_WAYS= CUZK_MSM_BLOCKS=$extra CUZK_MSM_G1=24 CUZK_MSM_G2=24 \
+      CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} CUZK_MSM_PLAIN_WINDOWS=20 timeout 330 "$bin/msm" 2>&1 | grep -E "^G[12]|panicked"
+  setup chain 20
+  for b in $blocks; do
+    env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_MSM_BLOCK=$b timeout 45 "$bin/cuzk" bench --quiet \
+        --workload chain --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 | grep -E "throughput|verified" \
+        | sed "s/^/block=$b: /"
   done
   timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
   ;;

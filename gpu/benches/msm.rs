@@ -11,6 +11,9 @@
 //! buckets zeroed per chunk (the default) and added in place (the tuning's
 //! `runs_added`, the earlier way) and with level 0 in affine pairs
 //! (`pairs`, runs stored), interleaved; the speedup is the default's.
+//! CUZK_MSM_WAYS picks which of those others run (a comma list of their
+//! names; empty: none), and CUZK_MSM_BLOCKS adds level 0 in blocks of each
+//! size listed (64, 128, 256), everywhere.
 //! CUZK_MSM_POREP_G1 and CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
 //! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
 //! against one dense `msm_t` (default: none); the tail also on our own
@@ -97,6 +100,30 @@ fn time<R>(reps: usize, f: impl Fn() -> R) -> f64 {
     )
 }
 
+/// The tunings timed beside the default (named): `also` (those of
+/// `CUZK_MSM_WAYS`, a comma list, when set) and level 0 in each block size
+/// of `CUZK_MSM_BLOCKS` (a comma list, default none).
+fn ways(also: &[(&'static str, fixed::MsmTuning)]) -> Vec<(String, fixed::MsmTuning)> {
+    let default = fixed::tuning();
+    let picked = std::env::var("CUZK_MSM_WAYS").ok();
+    let mut ways = vec![("ours".to_string(), default)];
+    for &(what, tuning) in also {
+        if picked
+            .as_deref()
+            .is_none_or(|p| p.split(',').any(|w| w.trim() == what))
+        {
+            ways.push((what.to_string(), tuning));
+        }
+    }
+    for block in sizes("CUZK_MSM_BLOCKS", "") {
+        ways.push((
+            format!("blocks of {block}"),
+            fixed::MsmTuning { block, ..default },
+        ));
+    }
+    ways
+}
+
 /// Our dense MSM of the first `n` points and Montgomery scalars over `table`.
 fn ours_dense<C: FixedCurve>(
     stream: &Stream,
@@ -166,16 +193,22 @@ where
             ours_dense::<C>(stream, &d_points, &table, &d_scalars, n, tuning)
         };
         let default = fixed::tuning();
-        let (added, pairs) = (
-            fixed::MsmTuning {
-                runs_added: true,
-                ..default
-            },
-            fixed::MsmTuning {
-                pairs: true,
-                ..default
-            },
-        );
+        let ways = ways(&[
+            (
+                "runs added",
+                fixed::MsmTuning {
+                    runs_added: true,
+                    ..default
+                },
+            ),
+            (
+                "pairs",
+                fixed::MsmTuning {
+                    pairs: true,
+                    ..default
+                },
+            ),
+        ]);
         let sppark = || {
             ops::msm::<C>(
                 stream,
@@ -190,26 +223,34 @@ where
             .unwrap()
         };
         let expect = sppark();
-        for (tuning, what) in [(default, "ours"), (added, "runs added"), (pairs, "pairs")] {
+        for (what, tuning) in &ways {
             assert_eq!(
-                ours_with(tuning),
+                ours_with(*tuning),
                 expect,
                 "{name} 2^{lg}: {what} agrees with sppark"
             );
         }
         let reps = if lg >= 26 { 3 } else { 7 };
-        let (mut o, mut a, mut p, mut s) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut times, mut s) = (vec![Vec::new(); ways.len()], Vec::new());
         for _ in 0..reps {
-            o.push(time(1, || ours_with(default)));
-            a.push(time(1, || ours_with(added)));
-            p.push(time(1, || ours_with(pairs)));
+            for (t, (_, tuning)) in times.iter_mut().zip(&ways) {
+                t.push(time(1, || ours_with(*tuning)));
+            }
             s.push(time(1, sppark));
         }
-        let (o, a, p, s) = (median(o), median(a), median(p), median(s));
+        let ms: Vec<f64> = times.into_iter().map(median).collect();
+        let s = median(s);
+        let others: Vec<String> = ways[1..]
+            .iter()
+            .zip(&ms[1..])
+            .map(|((what, _), t)| format!("{what} {t:.2} ms ({:.2}x msm_t)", s / t))
+            .collect();
         println!(
-            "{name} 2^{lg}: cuzk fixed-base {o:8.2} ms   sppark msm_t {s:8.2} ms   speedup {:.2}x   \
-             (runs added {a:.2} ms; pairs {p:.2} ms; window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
-            s / o,
+            "{name} 2^{lg}: cuzk fixed-base {:8.2} ms   sppark msm_t {s:8.2} ms   speedup {:.2}x   \
+             ({}; window {window}, {copies} copies, table {:.2} GiB built in {built:.2} s)",
+            ms[0],
+            s / ms[0],
+            others.join("; "),
             table.bytes() as f64 / (1u64 << 30) as f64,
         );
     }
@@ -245,8 +286,7 @@ where
     let reps = if lg >= 26 { 3 } else { 5 };
     let t_sppark = time(reps, || sppark().unwrap());
     let default = fixed::tuning();
-    let mut ways = vec![
-        ("runs stored", default),
+    let mut also = vec![
         (
             "pairs",
             fixed::MsmTuning {
@@ -267,34 +307,40 @@ where
             runs_added: true,
             ..default
         };
-        ways.push(("runs added", added));
+        also.push(("runs added", added));
     }
+    let ways = ways(&also);
     for window in sizes("CUZK_MSM_PLAIN_WINDOWS", "14,16,18,20") {
         let table = MsmTable::plain(n, window);
         let ours = |tuning| ours_dense::<C>(stream, &d_points, &table, &d_scalars, n, tuning);
-        for &(what, tuning) in &ways {
+        for (what, tuning) in &ways {
             assert_eq!(
-                ours(tuning),
+                ours(*tuning),
                 expect,
                 "{name} 2^{lg} window {window}: ours ({what}) agrees with sppark"
             );
         }
         let mut times = vec![Vec::new(); ways.len()];
         for _ in 0..reps {
-            for (t, &(_, tuning)) in times.iter_mut().zip(&ways) {
-                t.push(time(1, || ours(tuning)));
+            for (t, (_, tuning)) in times.iter_mut().zip(&ways) {
+                t.push(time(1, || ours(*tuning)));
             }
         }
         let ms: Vec<f64> = times.into_iter().map(median).collect();
         let each: Vec<String> = ways
             .iter()
             .zip(&ms)
-            .map(|((what, _), t)| format!("{what} {t:8.2} ms ({:.2}x msm_t)", t_sppark / t))
+            .map(|((what, _), t)| {
+                format!(
+                    "{what} {t:8.2} ms ({:.2}x msm_t, {:.2}x ours)",
+                    t_sppark / t,
+                    ms[0] / t
+                )
+            })
             .collect();
         println!(
-            "{name} dense 2^{lg} window {window}: {}   sppark msm_t {t_sppark:8.2} ms   pairs vs stored {:.2}x",
+            "{name} dense 2^{lg} window {window}: {}   sppark msm_t {t_sppark:8.2} ms",
             each.join("   "),
-            ms[0] / ms[1],
         );
     }
 }
@@ -430,6 +476,35 @@ where
         100.0 * repeat,
         tp + to + tt,
         td / (tp + to + tt),
+    );
+    // The ones' sum in each block size against sppark's batch addition (0),
+    // interleaved, every result compared.
+    let blocks = [0u32, 64, 128, 256];
+    let in_blocks =
+        |block| ops::sum_in_blocks::<C>(stream, &d_points, &ones, 0..counts.ones, block).unwrap();
+    let ones_sum = sum();
+    for &b in &blocks {
+        assert_eq!(
+            in_blocks(b),
+            ones_sum,
+            "{name} PoRep 2^{lg}: ones in blocks of {b}"
+        );
+    }
+    let mut times = vec![Vec::new(); blocks.len()];
+    for _ in 0..5 {
+        for (t, &b) in times.iter_mut().zip(&blocks) {
+            t.push(time(1, || in_blocks(b)));
+        }
+    }
+    let ms: Vec<f64> = times.into_iter().map(median).collect();
+    println!(
+        "{name} PoRep 2^{lg} ones ({} of them): sppark batch addition {:.2} ms   ours in blocks of 64 {:.2} ms ({:.2}x)   128 {:.2} ms   256 {:.2} ms",
+        counts.ones,
+        ms[0],
+        ms[1],
+        ms[0] / ms[1],
+        ms[2],
+        ms[3],
     );
     // The tail on our Pippenger: the fixed-base MSM over a table of no
     // precomputed copies (nothing beyond the points), its windows in groups.

@@ -497,11 +497,13 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// benchmarks' knobs read once from the environment (`CUZK_MSM_THREADS`:
 /// level-0 threads per SM; `CUZK_MSM_EDGE_SEG`: slots per segment above
 /// level 0; `CUZK_MSM_REDUCE_PER_SM`: bucket-reduction threads per SM;
+/// `CUZK_MSM_BLOCK`: level-0 threads per block, 64, 128 or 256;
 /// `CUZK_MSM_PAIRS=1`: level 0 in affine pairs; `CUZK_MSM_PROFILE`: each
 /// phase's device time to stderr; `CUZK_MSM_RUNS_ADDED=1` or `0`: runs
 /// added in place, the earlier way, or stored into buckets zeroed per
 /// chunk; `CUZK_MSM_CHUNK_TERMS=1`: chunks of terms over every window, as
-/// before chunks of whole windows). Passed to every launch: no kernel reads
+/// before chunks of whole windows; `CUZK_MSM_ONES_SPPARK=1`: the ones'
+/// sums on sppark's batch addition, the earlier way). Passed to every launch: no kernel reads
 /// the environment.
 pub fn tuning() -> MsmTuning {
     static TUNING: std::sync::OnceLock<MsmTuning> = std::sync::OnceLock::new();
@@ -520,10 +522,12 @@ pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
         threads_per_sm: number("CUZK_MSM_THREADS", d.threads_per_sm, 1),
         edge_seg: number("CUZK_MSM_EDGE_SEG", d.edge_seg, 2),
         reduce_per_sm: number("CUZK_MSM_REDUCE_PER_SM", d.reduce_per_sm, 1),
+        block: number("CUZK_MSM_BLOCK", d.block, 64),
         pairs: var("CUZK_MSM_PAIRS").as_deref() == Some("1"),
         profile: var("CUZK_MSM_PROFILE").is_some(),
         runs_added: var("CUZK_MSM_RUNS_ADDED").map_or(d.runs_added, |v| v == "1"),
         chunk_terms: var("CUZK_MSM_CHUNK_TERMS").as_deref() == Some("1"),
+        ones_sppark: var("CUZK_MSM_ONES_SPPARK").as_deref() == Some("1"),
     }
 }
 
@@ -609,21 +613,32 @@ mod tests {
             "CUZK_MSM_THREADS" => Some("512".into()),
             "CUZK_MSM_EDGE_SEG" => Some("1".into()),
             "CUZK_MSM_REDUCE_PER_SM" => Some("2048".into()),
+            "CUZK_MSM_BLOCK" => Some("32".into()),
             "CUZK_MSM_PAIRS" => Some("1".into()),
             "CUZK_MSM_RUNS_ADDED" => Some("1".into()),
             "CUZK_MSM_CHUNK_TERMS" => Some("1".into()),
+            "CUZK_MSM_ONES_SPPARK" => Some("1".into()),
             _ => None,
         });
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
         assert_eq!((knobs.reduce_per_sm, none.reduce_per_sm), (2048, 512));
+        assert_eq!(
+            (knobs.block, none.block),
+            (64, 64),
+            "at least 64 threads a block"
+        );
         assert!(knobs.pairs && knobs.runs_added && knobs.chunk_terms && !knobs.profile);
+        assert!(
+            knobs.ones_sppark && !none.ones_sppark,
+            "the ones' sums ours by default"
+        );
         assert!(!none.runs_added, "runs stored by default");
         assert!(!none.chunk_terms, "chunks of whole windows by default");
         let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
         assert_eq!(bad.threads_per_sm, 1024);
-        // The struct the kernels read: 4 + 4 + 4 + 1 + 1 + 1 + 1 bytes, 16.
-        assert_eq!(std::mem::size_of::<MsmTuning>(), 16);
+        // The struct the kernels read: 4 x 4 + 5 x 1 bytes, padded to 24.
+        assert_eq!(std::mem::size_of::<MsmTuning>(), 24);
     }
 
     #[test]

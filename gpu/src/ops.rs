@@ -50,6 +50,7 @@ pub trait GpuCurve {
         points: *const c_void,
         idx: *const u32,
         n: usize,
+        block: u32,
         out: *mut c_void,
     ) -> Result<(), KernelError>;
     fn into_projective(raw: Self::Raw) -> Self::Projective;
@@ -98,9 +99,10 @@ macro_rules! gpu_curve {
                 points: *const c_void,
                 idx: *const u32,
                 n: usize,
+                block: u32,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe { k::$sum(device, stream, points, idx, n, out) }
+                unsafe { k::$sum(device, stream, points, idx, n, block, out) }
             }
             fn into_projective(raw: $raw) -> $proj {
                 // SAFETY: sppark's Jacobian points share blst's layout (X, Y, Z in
@@ -230,6 +232,20 @@ pub fn sum_range<C: GpuCurve>(
     idx: &DeviceBuffer,
     terms: std::ops::Range<usize>,
 ) -> Result<C::Projective, KernelError> {
+    let tuning = crate::fixed::tuning();
+    let block = if tuning.ones_sppark { 0 } else { tuning.block };
+    sum_in_blocks::<C>(stream, points, idx, terms, block)
+}
+
+/// [`sum_range`] in blocks of `block` threads (64, 128 or 256; 0: sppark's
+/// batch addition, one 256-thread block an SM), for tests and benchmarks.
+pub fn sum_in_blocks<C: GpuCurve>(
+    stream: &Stream,
+    points: &DeviceBuffer,
+    idx: &DeviceBuffer,
+    terms: std::ops::Range<usize>,
+    block: u32,
+) -> Result<C::Projective, KernelError> {
     assert!(
         terms.end * 4 <= idx.bytes(),
         "terms out of the list's bounds"
@@ -243,6 +259,7 @@ pub fn sum_range<C: GpuCurve>(
             points.ptr(),
             idx.at::<u32>(terms.start),
             terms.len(),
+            block,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;

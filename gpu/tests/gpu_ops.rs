@@ -201,6 +201,21 @@ fn dense_msm_of_2_pow_26_matches_blst() {
              chunks of terms: {chunk_terms}, against blst"
         );
     }
+    // Level 0 in smaller blocks (more of them an SM).
+    for block in [64, 128] {
+        let tuning = fixed::MsmTuning {
+            block,
+            ..fixed::tuning()
+        };
+        let got = fixed::msm_fixed_tuned::<G1>(
+            &stream, &d_bases, &table, dense, &d_scalars, n, Montgomery, 0, tuning,
+        )
+        .unwrap();
+        assert_eq!(
+            got, expect,
+            "dense G1 2^{lg}, window {window}, level 0 in blocks of {block}, against blst"
+        );
+    }
     let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
     assert_eq!(sppark, expect, "msm_t G1 2^{lg} against blst");
 }
@@ -323,12 +338,17 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
     )
     .unwrap();
     assert_eq!(got, expect_g, "G1 gathered {label} n={n}");
+    let expect_sum = cpu::sum_gathered::<cpu::G1>(g1_raw(bases), &idx);
     let got = ops::sum::<G1>(stream, &d_points, &d_idx, idx.len()).unwrap();
-    assert_eq!(
-        got,
-        cpu::sum_gathered::<cpu::G1>(g1_raw(bases), &idx),
-        "G1 batch addition {label} n={n}"
-    );
+    assert_eq!(got, expect_sum, "G1 batch addition {label} n={n}");
+    // Every block size, and sppark's batch addition (0).
+    for block in [0, 64, 128, 256] {
+        let got = ops::sum_in_blocks::<G1>(stream, &d_points, &d_idx, 0..idx.len(), block).unwrap();
+        assert_eq!(
+            got, expect_sum,
+            "G1 batch addition {label} n={n} in blocks of {block}"
+        );
+    }
     let _ = dev;
 }
 
@@ -389,12 +409,17 @@ fn g2_msms_match_blst() {
                 scalar_idx: &idx,
             });
             assert_eq!(got, expect, "G2 gathered {label} n={n}");
+            let expect_sum = cpu::sum_gathered::<cpu::G2>(g2_raw(&bases), &idx);
             let got = ops::sum::<G2>(&stream, &d_points, &d_idx, idx.len()).unwrap();
-            assert_eq!(
-                got,
-                cpu::sum_gathered::<cpu::G2>(g2_raw(&bases), &idx),
-                "G2 batch addition n={n}"
-            );
+            assert_eq!(got, expect_sum, "G2 batch addition n={n}");
+            for block in [0, 64, 128, 256] {
+                let got = ops::sum_in_blocks::<G2>(&stream, &d_points, &d_idx, 0..idx.len(), block)
+                    .unwrap();
+                assert_eq!(
+                    got, expect_sum,
+                    "G2 batch addition n={n} in blocks of {block}"
+                );
+            }
         }
     }
 }
@@ -493,6 +518,29 @@ fn check_fixed<C, K>(
             assert_eq!(
                 got, expect,
                 "fixed dense in chunks of {per_chunk} digits {shape}, runs added: {runs_added}, pairs: {pairs}"
+            );
+        }
+        // Level 0 in smaller blocks (more of them an SM), whole.
+        for block in [64, 128] {
+            let tuning = fixed::MsmTuning {
+                block,
+                ..fixed::tuning()
+            };
+            let got = fixed::msm_fixed_tuned::<C>(
+                stream,
+                d_bases,
+                t,
+                dense(0),
+                &d_canon,
+                n,
+                Canonical,
+                0,
+                tuning,
+            )
+            .unwrap();
+            assert_eq!(
+                got, expect,
+                "fixed dense {shape}, level 0 in blocks of {block}"
             );
         }
     }

@@ -28,10 +28,12 @@ struct cuzk_msm_tuning {
     uint32_t threads_per_sm; // level-0 accumulation threads per SM
     uint32_t edge_seg;       // slots per segment above level 0
     uint32_t reduce_per_sm;  // bucket-reduction threads per SM (at most)
+    uint32_t block;          // level-0 threads per block (64, 128 or 256)
     bool pairs;              // level 0 in affine pairs (measured slower)
     bool profile;            // each phase's device time to stderr
     bool runs_added;         // runs added into their buckets in place (the earlier way)
     bool chunk_terms;        // chunks of terms over every window, never of windows
+    bool ones_sppark;        // the ones' sums on sppark's batch addition (Rust reads it)
 };
 
 // Mirrors Rust's `cuzk_kernels::FixedMsmArgs`: sum(bases[i_k] * scalars[j_k])

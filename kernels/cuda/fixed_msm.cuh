@@ -42,6 +42,11 @@ static constexpr uint32_t DEGREE = bucket_t::degree;
 static inline uint32_t blocks_for(size_t lanes, uint32_t threads)
 {   return (uint32_t)((lanes * DEGREE + threads - 1) / threads);   }
 
+// Level 0's block size: the one of 64, 128 and 256 threads at or below
+// `asked` (64 below it), the sizes instantiated.
+static inline uint32_t level0_block(uint32_t asked)
+{   return asked >= 256 ? 256 : asked >= 128 ? 128 : 64;   }
+
 // Table copies 1..copies-1 of `n` bases into `extra`, each from the one before.
 extern "C" RustError CUZK_FN(msm_table_build)(int device, void* stream, const affine_t* points,
                                               size_t n, uint32_t window, uint32_t copies,
@@ -116,14 +121,35 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     stream_t& s = as_stream_t(stream);
     const uint32_t sms = s.sm_count();
 
-    // Level 0 aims at a few lane groups per SM's worth of threads; the
-    // levels above reduce the segments' slots 4 at a time (on an H200, 4
-    // beat 16 and 64: more threads for the few slots there are), both from
-    // the tuning Rust passes. Level 0's blocks
-    // are 256 threads with no register bound: 384-thread blocks (at most 168
-    // registers) lost on an H200, and G2's addition needs more registers
-    // than that bound leaves on Turing and Blackwell.
-    const uint32_t target = sms * std::max(1u, a->tuning.threads_per_sm) / DEGREE;
+    // Level 0's blocks are `tuning.block` threads (64, 128 or 256; runs
+    // added, always 256) with no register bound: G1's addition holds ~144
+    // registers, so a 256-thread block leaves room for one block (8 warps) an
+    // SM and a 64-thread one for seven (14 warps), at the same code; G2's
+    // 166-186 for 8 warps and 12. On an H100 that made the tables' MSMs 4-5%
+    // faster (G1 and G2 2^24) and dense ones 0.5% (their addition is bound by
+    // the IMAD throughput, not by latency). A forced register bound
+    // (384-thread blocks, 168 registers) lost on an H200, and G2's addition
+    // needs more registers than such bounds leave on Turing and Blackwell.
+    // Segments come in whole waves of the blocks an SM holds, as near
+    // `tuning.threads_per_sm` as whole waves go, so no SM idles through a
+    // last partial wave. The levels above reduce the segments' slots
+    // `tuning.edge_seg` at a time (on an H200, 4 beat 16 and 64).
+    const bool stored = !a->tuning.runs_added;
+    const uint32_t block0 = stored ? level0_block(a->tuning.block) : 256;
+    // Each accumulation level's kernel, with runs ending as `stored` says.
+    const auto accumulate_table = !stored        ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
+                                  : block0 == 64  ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>
+                                  : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128>
+                                                  : fm_accumulate<FROM_TABLE, RUNS_STORED, 256>;
+    const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256>
+                                         : fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256>;
+    const auto accumulate_pairs = stored ? fm_accumulate_pairs<RUNS_STORED, 256>
+                                         : fm_accumulate_pairs<RUNS_ADDED, 256>;
+    int held = 0;
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, accumulate_table, block0, 0));
+    const uint32_t resident = (uint32_t)std::max(1, held) * block0;
+    const uint32_t waves = std::max(1u, (std::max(1u, a->tuning.threads_per_sm) + resident / 2) / resident);
+    const uint32_t target = sms * waves * resident / DEGREE;
     const uint32_t seg0 = std::max<uint32_t>(8, (uint32_t)((cap + target - 1) / target));
     const uint32_t seg_up = std::max(2u, a->tuning.edge_seg);
     const uint32_t nseg0 = (uint32_t)((cap + seg0 - 1) / seg0);
@@ -137,14 +163,6 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // first chunk's are the buckets themselves; each later chunk's go to
     // `fresh`, then join the buckets one by one (fm_merge). With
     // tuning.runs_added every run is added in place as before.
-    const bool stored = !a->tuning.runs_added;
-    // Each accumulation level's kernel, with runs ending as `stored` says.
-    const auto accumulate_table = stored ? fm_accumulate<FROM_TABLE, RUNS_STORED, 256>
-                                         : fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>;
-    const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256>
-                                         : fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256>;
-    const auto accumulate_pairs = stored ? fm_accumulate_pairs<RUNS_STORED, 256>
-                                         : fm_accumulate_pairs<RUNS_ADDED, 256>;
     stream_buf<bucket_h> fresh{stored && chunk < n ? (size_t)sentinel + 1 : 0, s};
     stream_buf<uint32_t> k0{cap, s}, k1{cap, s}, v0{cap, s}, v1{cap, s}, nz{1, s};
     stream_buf<uint32_t> slot_k[2] = {{2 * (size_t)nseg0, s}, {2 * (size_t)nseg1, s}};
@@ -193,7 +211,7 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
                 base, extra, tab->ntab, sentinel, prefix, pair_at,
                 blocks_for(nseg, 256) * 256 / DEGREE);
         else
-            accumulate_table<<<blocks_for(nseg, 256), 256, 0, s>>>(
+            accumulate_table<<<blocks_for(nseg, block0), block0, 0, s>>>(
                 into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
                 seg0, nseg, base, extra, tab->ntab, sentinel);
         CUDA_OK(cudaGetLastError());

@@ -117,6 +117,11 @@ pub struct MsmTuning {
     /// Bucket-reduction threads per SM, at most (each sums a chunk of at
     /// least 32 buckets).
     pub reduce_per_sm: u32,
+    /// Level-0 threads per block with runs stored: 64, 128 or 256 (others
+    /// round down to one of these; below 64, 64). Fewer threads a block fit
+    /// more warps an SM where the addition's registers leave a 256-thread
+    /// block's worth of room and a bit.
+    pub block: u32,
     /// Level 0 adds table entries in affine pairs (measured slower: H100,
     /// G1 dense 2^26 at window 20, 520 ms against 430 one by one).
     pub pairs: bool,
@@ -129,6 +134,10 @@ pub struct MsmTuning {
     /// chunk's buckets merged), as before chunks of whole windows over every
     /// term (kept for side-by-side timing).
     pub chunk_terms: bool,
+    /// The ones' sums run on sppark's batch addition (one 256-thread block
+    /// an SM, the earlier way) instead of ours in blocks of `block` threads
+    /// (kept for side-by-side timing).
+    pub ones_sppark: bool,
 }
 
 impl Default for MsmTuning {
@@ -137,12 +146,17 @@ impl Default for MsmTuning {
             threads_per_sm: 1024,
             edge_seg: 4,
             reduce_per_sm: 512,
+            // 64: H100, G1 2^24 table 100.5 ms against 104.9 at 256, G2
+            // 2^24 279.1 against 293.3, dense G1 2^26 425.4 against 427.6
+            // (`scripts/h200.sh blocks`); 128 within 0.3% of 64.
+            block: 64,
             pairs: false,
             profile: false,
             // Runs stored: G1 2^26 over the plain points at window 20,
             // 447 ms against 1,265 added (H100, `scripts/h200.sh dense`).
             runs_added: false,
             chunk_terms: false,
+            ones_sppark: false,
         }
     }
 }
@@ -350,8 +364,9 @@ kernels! {
     fn cuzk_g1_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, form: ScalarForm, out: *mut c_void);
     /// G1: the gathered tail MSM over packed significant terms (gathered on `stream`).
     fn cuzk_g1_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, form: ScalarForm, out: *mut c_void);
-    /// G1: sum(points[idx[k]]), by batch addition on `stream`.
-    fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    /// G1: sum(points[idx[k]]), by batch addition on `stream`, in blocks of
+    /// `block` threads (64, 128 or 256; 0: sppark's batch addition).
+    fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, block: u32, out: *mut c_void);
     fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, form: ScalarForm, out: *mut c_void);
     fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, form: ScalarForm, out: *mut c_void);
     /// Pre-compiled constraints: a, b, c as `args` describes; returns, the
@@ -363,7 +378,7 @@ kernels! {
     /// prep_msm for one query as `args` describes; returns, synchronised,
     /// with `counts` = selected, ones, significant.
     fn cuzk_prep_query(device: i32, stream: *mut c_void, args: *const PrepQueryArgs, counts: *mut u32);
-    fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, out: *mut c_void);
+    fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, block: u32, out: *mut c_void);
     /// `out[j]` = the first position in the ascending `list[0..n)` holding
     /// an index >= `values[j]`, for j < m (device pointers), queued on `stream`.
     fn cuzk_lower_bounds(device: i32, stream: *mut c_void, list: *const u32, n: u64, values: *const u32, m: u32, out: *mut u64);
