@@ -126,10 +126,11 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // registers, so a 256-thread block leaves room for one block (8 warps) an
     // SM and a 64-thread one for seven (14 warps), at the same code; G2's
     // 166-186 for 8 warps and 12. On an H100 that made the tables' MSMs 4-5%
-    // faster (G1 and G2 2^24) and dense ones 0.5% (their addition is bound by
-    // the IMAD throughput, not by latency). A forced register bound
-    // (384-thread blocks, 168 registers) lost on an H200, and G2's addition
-    // needs more registers than such bounds leave on Turing and Blackwell.
+    // faster (G1 and G2 2^24) and dense ones 0.5% (their level 0 is bound
+    // by throughput, not latency: docs/BENCHMARKS.md, session 43). A forced
+    // register bound (384-thread blocks, 168 registers) lost on an H200, and
+    // G2's addition needs more registers than such bounds leave on Turing
+    // and Blackwell.
     // Segments come in whole waves of the blocks an SM holds, as near
     // `tuning.threads_per_sm` as whole waves go, so no SM idles through a
     // last partial wave. The levels above reduce the segments' slots
