@@ -2,8 +2,8 @@
 // of the build): thread-operations a clock an SM for mad.lo, mad.hi, the
 // carry-chained lo/hi pairs sppark's multiplication uses, and mad.wide
 // (32x32 -> 64, accumulated); then sppark's BLS12-381 field multiplication
-// and squaring, a second each. ptxas may hoist mad.wide's product out of
-// its four repeats (same operands), so read that line as an upper bound.
+// and squaring, a second each. ptxas hoists mad.wide's product out of its
+// four repeats (same operands; seen in the SASS), so that line is void.
 // Build (from the repository root, CUDA on PATH):
 //   nvcc -O3 -gencode arch=compute_90,code=sm_90 -DFEATURE_BLS12_381 \
 //     -I<sppark>/sppark -I<blst>/blst/src -I<blst>/blst/bindings \
