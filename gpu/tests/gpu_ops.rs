@@ -177,33 +177,21 @@ fn dense_msm_of_2_pow_26_matches_blst() {
     };
     // Runs stored in chunks of whole windows (the default), added in place,
     // level 0 in affine pairs, and chunks of terms (each later chunk's
-    // buckets merged).
+    // buckets merged), level 0 in blocks of 64 (the default); and the
+    // default in blocks of 128 and 256.
     let ways = [
-        (false, false, false),
-        (true, false, false),
-        (false, true, false),
-        (false, false, true),
+        (false, false, false, 64),
+        (true, false, false, 64),
+        (false, true, false, 64),
+        (false, false, true, 64),
+        (false, false, false, 128),
+        (false, false, false, 256),
     ];
-    for (runs_added, pairs, chunk_terms) in ways {
+    for (runs_added, pairs, chunk_terms, block) in ways {
         let tuning = fixed::MsmTuning {
             runs_added,
             pairs,
             chunk_terms,
-            ..fixed::tuning()
-        };
-        let got = fixed::msm_fixed_tuned::<G1>(
-            &stream, &d_bases, &table, dense, &d_scalars, n, Montgomery, 0, tuning,
-        )
-        .unwrap();
-        assert_eq!(
-            got, expect,
-            "dense G1 2^{lg}, window {window}, runs added: {runs_added}, pairs: {pairs}, \
-             chunks of terms: {chunk_terms}, against blst"
-        );
-    }
-    // Level 0 in smaller blocks (more of them an SM).
-    for block in [64, 128] {
-        let tuning = fixed::MsmTuning {
             block,
             ..fixed::tuning()
         };
@@ -213,7 +201,8 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         .unwrap();
         assert_eq!(
             got, expect,
-            "dense G1 2^{lg}, window {window}, level 0 in blocks of {block}, against blst"
+            "dense G1 2^{lg}, window {window}, runs added: {runs_added}, pairs: {pairs}, \
+             chunks of terms: {chunk_terms}, level 0 in blocks of {block}, against blst"
         );
     }
     let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
@@ -497,12 +486,22 @@ fn check_fixed<C, K>(
             (_, 1) => 3,
             _ => 2,
         };
-        for (runs_added, pairs) in ways.into_iter().take(take) {
-            let tuning = fixed::MsmTuning {
-                runs_added,
-                pairs,
-                ..fixed::tuning()
-            };
+        // And level 0 in blocks of 128 and 256 (every other way runs the
+        // default's 64), whole.
+        let default = fixed::tuning();
+        let tunings = ways
+            .into_iter()
+            .take(take)
+            .map(|(runs_added, pairs)| {
+                let tuning = fixed::MsmTuning {
+                    runs_added,
+                    pairs,
+                    ..default
+                };
+                (tuning, per_chunk)
+            })
+            .chain([128, 256].map(|block| (fixed::MsmTuning { block, ..default }, 0)));
+        for (tuning, chunk) in tunings {
             let got = fixed::msm_fixed_tuned::<C>(
                 stream,
                 d_bases,
@@ -511,36 +510,15 @@ fn check_fixed<C, K>(
                 &d_canon,
                 n,
                 Canonical,
-                per_chunk,
+                chunk,
                 tuning,
             )
             .unwrap();
             assert_eq!(
                 got, expect,
-                "fixed dense in chunks of {per_chunk} digits {shape}, runs added: {runs_added}, pairs: {pairs}"
-            );
-        }
-        // Level 0 in smaller blocks (more of them an SM), whole.
-        for block in [64, 128] {
-            let tuning = fixed::MsmTuning {
-                block,
-                ..fixed::tuning()
-            };
-            let got = fixed::msm_fixed_tuned::<C>(
-                stream,
-                d_bases,
-                t,
-                dense(0),
-                &d_canon,
-                n,
-                Canonical,
-                0,
-                tuning,
-            )
-            .unwrap();
-            assert_eq!(
-                got, expect,
-                "fixed dense {shape}, level 0 in blocks of {block}"
+                "fixed dense in chunks of {chunk} digits (0: whole) {shape}, runs added: {}, pairs: {}, \
+                 level 0 in blocks of {}",
+                tuning.runs_added, tuning.pairs, tuning.block
             );
         }
     }
