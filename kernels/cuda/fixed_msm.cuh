@@ -126,8 +126,8 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // registers, so a 256-thread block leaves room for one block (8 warps) an
     // SM and a 64-thread one for seven (14 warps), at the same code; G2's
     // 166-186 for 8 warps and 12. On an H100 that made the tables' MSMs 4-5%
-    // faster (G1 and G2 2^24) and dense ones 0.5% (their level 0 is bound
-    // by throughput, not latency: docs/BENCHMARKS.md, session 43). A forced
+    // faster (G1 and G2 2^24) and dense ones 0.5% (their level 0 is not
+    // bound by occupancy: docs/BENCHMARKS.md, session 43). A forced
     // register bound (384-thread blocks, 168 registers) lost on an H200, and
     // G2's addition needs more registers than such bounds leave on Turing
     // and Blackwell.

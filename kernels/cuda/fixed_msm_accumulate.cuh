@@ -181,9 +181,8 @@ void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t 
 // copies: 160 ms against 112) and stored (H100, G1 dense 2^26 at window 20:
 // 520 ms against 430): each table point is read twice, at random, and the
 // prefix products go through memory, which costs more than the ~20% fewer
-// multiplications save (one-by-one level 0 is bound by throughput, and its
-// multiplications are ~62% of its time). Runs end as `RUNS` says, like
-// fm_accumulate's. Opt-in
+// multiplications save. Runs end as `RUNS` says, like fm_accumulate's.
+// Opt-in
 // (CUZK_MSM_PAIRS=1), tested against blst, timed beside the default.
 template<fm_runs RUNS, int THREADS>
 __launch_bounds__(THREADS) __global__
