@@ -182,8 +182,7 @@ void fm_xy(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t 
 // 520 ms against 430): each table point is read twice, at random, and the
 // prefix products go through memory, which costs more than the ~20% fewer
 // multiplications save. Runs end as `RUNS` says, like fm_accumulate's.
-// Opt-in
-// (CUZK_MSM_PAIRS=1), tested against blst, timed beside the default.
+// Opt-in (CUZK_MSM_PAIRS=1), tested against blst, timed beside the default.
 template<fm_runs RUNS, int THREADS>
 __launch_bounds__(THREADS) __global__
 void fm_accumulate_pairs(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
