@@ -20,6 +20,7 @@
 #   scripts/h200.sh reduce     (the bucket reduction's threads per SM at dense G1 2^26 and the G1 2^24 table; GPU tests)
 #   scripts/h200.sh blocks     (level 0 in blocks of 256, 128 and 64 threads: G1/G2 2^24 tables, dense G1 2^26/2^27,
 #                               chain 2^20 x 10 steady state; GPU tests)
+#   scripts/h200.sh clocks     (SM clock, power and throttle reasons during a dense G1 2^26 MSM; the multiply-rate probe)
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
 #                               JIT forced, cold and warm cache)
@@ -299,6 +300,30 @@ blocks)
         | sed "s/^/block=$b: /"
   done
   timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  ;;
+clocks)
+  # #27: what binds level 0 (session 43: 40% of the IMAD pipe's bound, more
+  # warps no help). The SM clock, power and throttle reasons every 100 ms
+  # while a dense G1 2^26 MSM runs (phases from CUDA events), then the
+  # multiply-rate probe (scripts/imad_rate.cu built into .carry/imad_rate),
+  # summarised for the samples above 250 W.
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active \
+      --format=csv,noheader -lms 100 > /tmp/smi.csv & smi=$!
+  CUZK_MSM_PROFILE=1 CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_WAYS= \
+      timeout 150 "$bin/msm" 2>&1 | grep -E "window|accumulat" | tail -4
+  [ -x "$bin/imad_rate" ] && "$bin/imad_rate" | grep -E "fp_t|H100|H200"
+  sleep 0.5; kill $smi
+  python3 - <<'PY'
+import collections
+rows = [l.strip().split(', ') for l in open('/tmp/smi.csv') if l.strip()]
+busy = [r for r in rows if len(r) >= 7 and r[3].split()[0].replace('.', '', 1).isdigit() and float(r[3].split()[0]) > 250]
+print("samples", len(rows), "above 250 W", len(busy))
+print("SM clock (MHz) above 250 W:", collections.Counter(r[1] for r in busy).most_common(8))
+p = sorted(float(r[3].split()[0]) for r in busy)
+if p:
+    print("power p50 %.0f W, max %.0f W, limit %s" % (p[len(p) // 2], p[-1], busy[0][4]))
+print("throttle reasons:", collections.Counter(r[6] for r in busy).most_common(4))
+PY
   ;;
 stored)
   # #27: runs stored into buckets zeroed per chunk (the default) against
