@@ -31,6 +31,11 @@
 static inline stream_t& as_stream_t(void* s) { return *reinterpret_cast<stream_t*>(s); }
 static inline cudaStream_t as_stream(void* s) { return (cudaStream_t)as_stream_t(s); }
 
+// The block size a tuned kernel runs at: the one of 64, 128 and 256 threads
+// (the sizes its launches instantiate) at or below `asked`, 64 below that.
+static inline uint32_t block_size(uint32_t asked)
+{   return asked >= 256 ? 256 : asked >= 128 ? 128 : 64;   }
+
 // sppark's msm_t runs on the device's shared streams (gpu_t's zero and
 // flip-flop streams), not on the caller's: order them after the work already
 // on the caller's stream. This sharing is why graphs declare a per-device

@@ -42,11 +42,6 @@ static constexpr uint32_t DEGREE = bucket_t::degree;
 static inline uint32_t blocks_for(size_t lanes, uint32_t threads)
 {   return (uint32_t)((lanes * DEGREE + threads - 1) / threads);   }
 
-// Level 0's block size: the one of 64, 128 and 256 threads at or below
-// `asked` (64 below it), the sizes instantiated.
-static inline uint32_t level0_block(uint32_t asked)
-{   return asked >= 256 ? 256 : asked >= 128 ? 128 : 64;   }
-
 // Table copies 1..copies-1 of `n` bases into `extra`, each from the one before.
 extern "C" RustError CUZK_FN(msm_table_build)(int device, void* stream, const affine_t* points,
                                               size_t n, uint32_t window, uint32_t copies,
@@ -136,7 +131,7 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // last partial wave. The levels above reduce the segments' slots
     // `tuning.edge_seg` at a time (on an H200, 4 beat 16 and 64).
     const bool stored = !a->tuning.runs_added;
-    const uint32_t block0 = stored ? level0_block(a->tuning.block) : 256;
+    const uint32_t block0 = stored ? block_size(a->tuning.block) : 256;
     // Each accumulation level's kernel, with runs ending as `stored` says.
     const auto accumulate_table = !stored        ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
                                   : block0 == 64  ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>

@@ -145,13 +145,11 @@ extern "C" RustError CUZK_FN(sum)(int device, void* stream, const affine_t* d_po
     const gpu_t& gpu = select_gpu(device);
     gpu.select();
     stream_t& s = as_stream_t(stream);
-    if (block >= 256)
-        ones_sum<256>(s, gpu.sm_count(), d_points, d_idx, n, out);
-    else if (block >= 128)
-        ones_sum<128>(s, gpu.sm_count(), d_points, d_idx, n, out);
-    else if (block > 0)
-        ones_sum<64>(s, gpu.sm_count(), d_points, d_idx, n, out);
-    else {
+    if (block > 0) {
+        const uint32_t b = block_size(block);
+        const auto fold = b == 256 ? ones_sum<256> : b == 128 ? ones_sum<128> : ones_sum<64>;
+        fold(s, gpu.sm_count(), d_points, d_idx, n, out);
+    } else {
         size_t nparts = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
         stream_buf<bucket_t::mem_t> d_parts{nparts, s};
         stream_buf<uint32_t> d_n{1, s};
