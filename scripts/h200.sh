@@ -20,6 +20,8 @@
 #   scripts/h200.sh reduce     (the bucket reduction's threads per SM at dense G1 2^26 and the G1 2^24 table; GPU tests)
 #   scripts/h200.sh blocks     (level 0 in blocks of 256, 128 and 64 threads: G1/G2 2^24 tables, dense G1 2^26/2^27,
 #                               chain 2^20 x 10 steady state; GPU tests)
+#   scripts/h200.sh looped     (level 0 and the ones with sppark's looped addition vs the inlined one: G1/G2 2^24
+#                               tables, dense G1 2^26/2^27 and G2 2^26, phases, SM clock; chain 2^20 x 10 each way)
 #   scripts/h200.sh clocks     (SM clock, power and throttle reasons during a dense G1 2^26 MSM; the multiply-rate probe)
 #   scripts/h200.sh footprint  (G1 2^24 over tables of 12 down to 2 copies, phases timed: is level 0 bound by table reads?)
 #   scripts/h200.sh ptx        (a build with sm_90 and PTX compute_90: the GPU tests natively, then with the driver's
@@ -61,6 +63,27 @@ gpu_env="CUZK_GPU__BACKEND=gpu CUZK_STAGES__SYNTH__WORKERS=8"
 
 setup() { # workload log
   [ -f "$params/$1-k$2.params" ] || { /usr/bin/time -f "setup $1 2^$2: %e s" "$bin/cuzk" setup --workload "$1" --log-size "$2" --out "$params"; }
+}
+
+# The SM clock, power and throttle reasons every 100 ms from smi_start to
+# smi_summary, summarised over the samples above 250 W.
+smi_start() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active \
+      --format=csv,noheader -lms 100 > /tmp/smi.csv & smi=$!
+}
+smi_summary() {
+  sleep 0.5; kill $smi
+  python3 - <<'PY'
+import collections
+rows = [l.strip().split(', ') for l in open('/tmp/smi.csv') if l.strip()]
+busy = [r for r in rows if len(r) >= 7 and r[3].split()[0].replace('.', '', 1).isdigit() and float(r[3].split()[0]) > 250]
+print("samples", len(rows), "above 250 W", len(busy))
+print("SM clock (MHz) above 250 W:", collections.Counter(r[1] for r in busy).most_common(8))
+p = sorted(float(r[3].split()[0]) for r in busy)
+if p:
+    print("power p50 %.0f W, max %.0f W, limit %s" % (p[len(p) // 2], p[-1], busy[0][4]))
+print("throttle reasons:", collections.Counter(r[6] for r in busy).most_common(4))
+PY
 }
 
 # Seconds left of this call's budget (the device gives a call 10 minutes).
@@ -307,23 +330,50 @@ clocks)
   # while a dense G1 2^26 MSM runs (phases from CUDA events), then the
   # multiply-rate probe (scripts/imad_rate.cu built into .carry/imad_rate),
   # summarised for the samples above 250 W.
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active \
-      --format=csv,noheader -lms 100 > /tmp/smi.csv & smi=$!
+  smi_start
   CUZK_MSM_PROFILE=1 CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_WAYS= \
       timeout 150 "$bin/msm" 2>&1 | grep -E "window|accumulat" | tail -4
   [ -x "$bin/imad_rate" ] && "$bin/imad_rate" | grep -E "fp_t|H100|H200"
-  sleep 0.5; kill $smi
-  python3 - <<'PY'
-import collections
-rows = [l.strip().split(', ') for l in open('/tmp/smi.csv') if l.strip()]
-busy = [r for r in rows if len(r) >= 7 and r[3].split()[0].replace('.', '', 1).isdigit() and float(r[3].split()[0]) > 250]
-print("samples", len(rows), "above 250 W", len(busy))
-print("SM clock (MHz) above 250 W:", collections.Counter(r[1] for r in busy).most_common(8))
-p = sorted(float(r[3].split()[0]) for r in busy)
-if p:
-    print("power p50 %.0f W, max %.0f W, limit %s" % (p[len(p) // 2], p[-1], busy[0][4]))
-print("throttle reasons:", collections.Counter(r[6] for r in busy).most_common(4))
+  smi_summary
+  ;;
+looped)
+  # #27: level 0 and the ones' sums with sppark's looped addition (uadd: one
+  # multiplication site in a loop, code the instruction cache holds) beside
+  # the inlined one (add: ~50 KB straight-line, then the doubling branch):
+  # the G1 and G2 2^24 tables, dense G1 2^26 and 2^27 and G2 2^26 at window
+  # 20, interleaved, every result compared with msm_t's, each MSM's phases
+  # from CUDA events (the log in $OUT/looped.log), the SM clock and power
+  # meanwhile; then the multiply-rate probe; then chain 2^20 x 10 steady
+  # state (c=10 j=3, after a warm-up) each way, twice, every proof verified.
+  smi_start
+  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="looped add" CUZK_MSM_G1=24 CUZK_MSM_G2=24 CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} \
+      CUZK_MSM_PLAIN_G2=${PLAIN_G2:-26} CUZK_MSM_PLAIN_WINDOWS=20 timeout 330 "$bin/msm" > "$out/looped.log" 2>&1
+  smi_summary
+  grep -E "^G[12]|panicked" "$out/looped.log"
+  # Each size's MSMs (up to its summary line) alternate ours (inlined) and
+  # looped: the median of each phase either way.
+  python3 - "$out/looped.log" <<'PY'
+import re, sys
+runs = []
+for line in open(sys.argv[1]):
+    m = re.match(r"fixed msm n=(\d+):(.*)\| wall", line)
+    if m:
+        runs.append(dict((k, float(v)) for k, v in re.findall(r" (\w+) ([\d.]+) ms", m.group(2))))
+    elif re.match(r"G[12] ", line) and runs:
+        for way, rs in (("inlined", runs[0::2]), ("looped", runs[1::2])):
+            med = {k: sorted(r.get(k, 0) for r in rs)[len(rs) // 2] for k in rs[0]}
+            print(" ".join(line.split()[:3]), way, "(%d runs):" % len(rs), " ".join("%s %.2f" % kv for kv in med.items()))
+        runs = []
 PY
+  [ -x "$bin/imad_rate" ] && "$bin/imad_rate" | grep -E "fp_t|H100|H200"
+  setup chain 20
+  for rep in 1 2; do
+    for add in inlined looped; do
+      env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_MSM_ADD=$add timeout 45 "$bin/cuzk" bench --quiet \
+          --workload chain --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 | grep -E "throughput|verified" \
+          | sed "s/^/add=$add: /"
+    done
+  done
   ;;
 stored)
   # #27: runs stored into buckets zeroed per chunk (the default) against

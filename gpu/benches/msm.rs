@@ -13,7 +13,9 @@
 //! (`pairs`, runs stored), interleaved; the speedup is the default's.
 //! CUZK_MSM_WAYS picks which of those others run (a comma list of their
 //! names; empty: none), and CUZK_MSM_BLOCKS adds level 0 in blocks of each
-//! size listed (64, 128, 256), everywhere.
+//! size listed (64, 128, 256), everywhere. The other addition form than the
+//! default's (`looped add` or `inlined add`, the tuning's `add`) runs
+//! everywhere too, unless CUZK_MSM_WAYS leaves it out.
 //! CUZK_MSM_POREP_G1 and CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
 //! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
 //! against one dense `msm_t` (default: none); the tail also on our own
@@ -114,6 +116,23 @@ fn ways(also: &[(&'static str, fixed::MsmTuning)]) -> Vec<(String, fixed::MsmTun
         {
             ways.push((what.to_string(), tuning));
         }
+    }
+    // The other addition form, everywhere (CUZK_MSM_WAYS can drop it).
+    let other = match default.add {
+        fixed::AddForm::Inlined => ("looped add", fixed::AddForm::Looped),
+        fixed::AddForm::Looped => ("inlined add", fixed::AddForm::Inlined),
+    };
+    if picked
+        .as_deref()
+        .is_none_or(|p| p.split(',').any(|w| w.trim() == other.0))
+    {
+        ways.push((
+            other.0.to_string(),
+            fixed::MsmTuning {
+                add: other.1,
+                ..default
+            },
+        ));
     }
     for block in sizes("CUZK_MSM_BLOCKS", "") {
         ways.push((
@@ -478,33 +497,40 @@ where
         td / (tp + to + tt),
     );
     // The ones' sum in each block size against sppark's batch addition (0),
-    // interleaved, every result compared.
-    let blocks = [0u32, 64, 128, 256];
-    let in_blocks =
-        |block| ops::sum_in_blocks::<C>(stream, &d_points, &ones, 0..counts.ones, block).unwrap();
+    // and in blocks of 64 with the looped addition, interleaved, every
+    // result compared.
+    let (inl, looped) = (ops::AddForm::Inlined, ops::AddForm::Looped);
+    let ways = [(0u32, inl), (64, inl), (128, inl), (256, inl), (64, looped)];
+    let in_blocks = |(block, add)| {
+        let shape = ops::SumShape { block, add };
+        ops::sum_in_blocks::<C>(stream, &d_points, &ones, 0..counts.ones, shape).unwrap()
+    };
     let ones_sum = sum();
-    for &b in &blocks {
+    for &w in &ways {
         assert_eq!(
-            in_blocks(b),
+            in_blocks(w),
             ones_sum,
-            "{name} PoRep 2^{lg}: ones in blocks of {b}"
+            "{name} PoRep 2^{lg}: ones in blocks of {} ({:?})",
+            w.0,
+            w.1
         );
     }
-    let mut times = vec![Vec::new(); blocks.len()];
+    let mut times = vec![Vec::new(); ways.len()];
     for _ in 0..5 {
-        for (t, &b) in times.iter_mut().zip(&blocks) {
-            t.push(time(1, || in_blocks(b)));
+        for (t, &w) in times.iter_mut().zip(&ways) {
+            t.push(time(1, || in_blocks(w)));
         }
     }
     let ms: Vec<f64> = times.into_iter().map(median).collect();
     println!(
-        "{name} PoRep 2^{lg} ones ({} of them): sppark batch addition {:.2} ms   ours in blocks of 64 {:.2} ms ({:.2}x)   128 {:.2} ms   256 {:.2} ms",
+        "{name} PoRep 2^{lg} ones ({} of them): sppark batch addition {:.2} ms   ours in blocks of 64 {:.2} ms ({:.2}x)   128 {:.2} ms   256 {:.2} ms   64 looped {:.2} ms",
         counts.ones,
         ms[0],
         ms[1],
         ms[0] / ms[1],
         ms[2],
         ms[3],
+        ms[4],
     );
     // The tail on our Pippenger: the fixed-base MSM over a table of no
     // precomputed copies (nothing beyond the points), its windows in groups.

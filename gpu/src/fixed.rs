@@ -11,7 +11,7 @@ use cuzk_kernels as k;
 
 use crate::cuda::{DeviceBuffer, KernelError, Stream};
 use crate::ops::{Fr, G1, G2, GpuCurve, ScalarForm};
-pub use k::MsmTuning;
+pub use k::{AddForm, MsmTuning};
 
 /// A group whose fixed-base MSM kernels exist.
 pub trait FixedCurve: GpuCurve {
@@ -503,8 +503,9 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// added in place, the earlier way, or stored into buckets zeroed per
 /// chunk; `CUZK_MSM_CHUNK_TERMS=1`: chunks of terms over every window, as
 /// before chunks of whole windows; `CUZK_MSM_ONES_SPPARK=1`: the ones'
-/// sums on sppark's batch addition, the earlier way). Passed to every launch: no kernel reads
-/// the environment.
+/// sums on sppark's batch addition, the earlier way; `CUZK_MSM_ADD=looped`
+/// or `inlined`: how level 0 and the ones' sums add, [`AddForm`]). Passed
+/// to every launch: no kernel reads the environment.
 pub fn tuning() -> MsmTuning {
     static TUNING: std::sync::OnceLock<MsmTuning> = std::sync::OnceLock::new();
     *TUNING.get_or_init(|| tuning_from(|name| std::env::var(name).ok()))
@@ -523,6 +524,11 @@ pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
         edge_seg: number("CUZK_MSM_EDGE_SEG", d.edge_seg, 2),
         reduce_per_sm: number("CUZK_MSM_REDUCE_PER_SM", d.reduce_per_sm, 1),
         block: number("CUZK_MSM_BLOCK", d.block, 64),
+        add: match var("CUZK_MSM_ADD").as_deref() {
+            Some("looped") => AddForm::Looped,
+            Some("inlined") => AddForm::Inlined,
+            _ => d.add,
+        },
         pairs: var("CUZK_MSM_PAIRS").as_deref() == Some("1"),
         profile: var("CUZK_MSM_PROFILE").is_some(),
         runs_added: var("CUZK_MSM_RUNS_ADDED").map_or(d.runs_added, |v| v == "1"),
@@ -618,8 +624,12 @@ mod tests {
             "CUZK_MSM_RUNS_ADDED" => Some("1".into()),
             "CUZK_MSM_CHUNK_TERMS" => Some("1".into()),
             "CUZK_MSM_ONES_SPPARK" => Some("1".into()),
+            "CUZK_MSM_ADD" => Some("looped".into()),
             _ => None,
         });
+        assert_eq!((knobs.add, none.add), (AddForm::Looped, AddForm::Inlined));
+        let inlined = tuning_from(|name| (name == "CUZK_MSM_ADD").then(|| "inlined".into()));
+        assert_eq!(inlined.add, AddForm::Inlined);
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
         assert_eq!((knobs.reduce_per_sm, none.reduce_per_sm), (2048, 512));
@@ -637,8 +647,8 @@ mod tests {
         assert!(!none.chunk_terms, "chunks of whole windows by default");
         let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
         assert_eq!(bad.threads_per_sm, 1024);
-        // The struct the kernels read: 4 x 4 + 5 x 1 bytes, padded to 24.
-        assert_eq!(std::mem::size_of::<MsmTuning>(), 24);
+        // The struct the kernels read: 5 x 4 + 5 x 1 bytes, padded to 28.
+        assert_eq!(std::mem::size_of::<MsmTuning>(), 28);
     }
 
     #[test]

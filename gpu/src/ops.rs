@@ -11,7 +11,7 @@ use crate::cuda::{DeviceBuffer, KernelError, Stream};
 
 /// A scalar as the kernels take it (32 bytes, Montgomery or canonical).
 pub type Fr = k::Fr;
-pub use k::ScalarForm;
+pub use k::{AddForm, ScalarForm};
 
 /// The kernel entry points of one group.
 pub trait GpuCurve {
@@ -44,6 +44,7 @@ pub trait GpuCurve {
     ) -> Result<(), KernelError>;
     /// # Safety
     /// As for `msm_gathered`.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn sum(
         device: i32,
         stream: *mut c_void,
@@ -51,6 +52,7 @@ pub trait GpuCurve {
         idx: *const u32,
         n: usize,
         block: u32,
+        add: AddForm,
         out: *mut c_void,
     ) -> Result<(), KernelError>;
     fn into_projective(raw: Self::Raw) -> Self::Projective;
@@ -93,6 +95,7 @@ macro_rules! gpu_curve {
                     )
                 }
             }
+            #[allow(clippy::too_many_arguments)]
             unsafe fn sum(
                 device: i32,
                 stream: *mut c_void,
@@ -100,9 +103,10 @@ macro_rules! gpu_curve {
                 idx: *const u32,
                 n: usize,
                 block: u32,
+                add: AddForm,
                 out: *mut c_void,
             ) -> Result<(), KernelError> {
-                unsafe { k::$sum(device, stream, points, idx, n, block, out) }
+                unsafe { k::$sum(device, stream, points, idx, n, block, add, out) }
             }
             fn into_projective(raw: $raw) -> $proj {
                 // SAFETY: sppark's Jacobian points share blst's layout (X, Y, Z in
@@ -234,17 +238,30 @@ pub fn sum_range<C: GpuCurve>(
 ) -> Result<C::Projective, KernelError> {
     let tuning = crate::fixed::tuning();
     let block = if tuning.ones_sppark { 0 } else { tuning.block };
-    sum_in_blocks::<C>(stream, points, idx, terms, block)
+    let shape = SumShape {
+        block,
+        add: tuning.add,
+    };
+    sum_in_blocks::<C>(stream, points, idx, terms, shape)
 }
 
-/// [`sum_range`] in blocks of `block` threads (64, 128 or 256; 0: sppark's
-/// batch addition, one 256-thread block an SM), for tests and benchmarks.
+/// How a ones' sum runs on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SumShape {
+    /// Threads a block: 64, 128 or 256 (others round down to one of these);
+    /// 0: sppark's batch addition, one 256-thread block an SM.
+    pub block: u32,
+    /// How each point is added into a sum (not used by sppark's).
+    pub add: AddForm,
+}
+
+/// [`sum_range`] in the shape `shape` gives, for tests and benchmarks.
 pub fn sum_in_blocks<C: GpuCurve>(
     stream: &Stream,
     points: &DeviceBuffer,
     idx: &DeviceBuffer,
     terms: std::ops::Range<usize>,
-    block: u32,
+    shape: SumShape,
 ) -> Result<C::Projective, KernelError> {
     assert!(
         terms.end * 4 <= idx.bytes(),
@@ -259,7 +276,8 @@ pub fn sum_in_blocks<C: GpuCurve>(
             points.ptr(),
             idx.at::<u32>(terms.start),
             terms.len(),
-            block,
+            shape.block,
+            shape.add,
             (&mut out as *mut C::Raw).cast(),
         )
     }?;

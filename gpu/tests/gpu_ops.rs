@@ -7,7 +7,7 @@ use cuzk_gpu::cpu::ntt::Domain;
 use cuzk_gpu::cuda::{DeviceBuffer, Stream};
 use cuzk_gpu::fixed::{self, FixedCurve, MsmTable};
 use cuzk_gpu::ops::ScalarForm::{Canonical, Montgomery};
-use cuzk_gpu::ops::{self, G1, G2};
+use cuzk_gpu::ops::{self, AddForm, G1, G2};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -178,21 +178,25 @@ fn dense_msm_of_2_pow_26_matches_blst() {
     // Runs stored in chunks of whole windows (the default), added in place,
     // level 0 in affine pairs, and chunks of terms (each later chunk's
     // buckets merged), level 0 in blocks of 64 (the default); and the
-    // default in blocks of 128 and 256.
+    // default in blocks of 128 and 256; and in both addition forms.
+    let (inl, looped) = (AddForm::Inlined, AddForm::Looped);
     let ways = [
-        (false, false, false, 64),
-        (true, false, false, 64),
-        (false, true, false, 64),
-        (false, false, true, 64),
-        (false, false, false, 128),
-        (false, false, false, 256),
+        (false, false, false, 64, inl),
+        (true, false, false, 64, inl),
+        (false, true, false, 64, inl),
+        (false, false, true, 64, inl),
+        (false, false, false, 128, inl),
+        (false, false, false, 256, inl),
+        (false, false, false, 64, looped),
+        (false, false, true, 128, looped),
     ];
-    for (runs_added, pairs, chunk_terms, block) in ways {
+    for (runs_added, pairs, chunk_terms, block, add) in ways {
         let tuning = fixed::MsmTuning {
             runs_added,
             pairs,
             chunk_terms,
             block,
+            add,
             ..fixed::tuning()
         };
         let got = fixed::msm_fixed_tuned::<G1>(
@@ -202,7 +206,7 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         assert_eq!(
             got, expect,
             "dense G1 2^{lg}, window {window}, runs added: {runs_added}, pairs: {pairs}, \
-             chunks of terms: {chunk_terms}, level 0 in blocks of {block}, against blst"
+             chunks of terms: {chunk_terms}, level 0 in blocks of {block} ({add:?}), against blst"
         );
     }
     let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
@@ -330,13 +334,17 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
     let expect_sum = cpu::sum_gathered::<cpu::G1>(g1_raw(bases), &idx);
     let got = ops::sum::<G1>(stream, &d_points, &d_idx, idx.len()).unwrap();
     assert_eq!(got, expect_sum, "G1 batch addition {label} n={n}");
-    // Every block size, and sppark's batch addition (0).
-    for block in [0, 64, 128, 256] {
-        let got = ops::sum_in_blocks::<G1>(stream, &d_points, &d_idx, 0..idx.len(), block).unwrap();
-        assert_eq!(
-            got, expect_sum,
-            "G1 batch addition {label} n={n} in blocks of {block}"
-        );
+    // Every block size in both addition forms, and sppark's batch addition (0).
+    for add in [AddForm::Inlined, AddForm::Looped] {
+        for block in [0, 64, 128, 256] {
+            let shape = ops::SumShape { block, add };
+            let got =
+                ops::sum_in_blocks::<G1>(stream, &d_points, &d_idx, 0..idx.len(), shape).unwrap();
+            assert_eq!(
+                got, expect_sum,
+                "G1 batch addition {label} n={n} in blocks of {block} ({add:?})"
+            );
+        }
     }
     let _ = dev;
 }
@@ -401,13 +409,17 @@ fn g2_msms_match_blst() {
             let expect_sum = cpu::sum_gathered::<cpu::G2>(g2_raw(&bases), &idx);
             let got = ops::sum::<G2>(&stream, &d_points, &d_idx, idx.len()).unwrap();
             assert_eq!(got, expect_sum, "G2 batch addition n={n}");
-            for block in [0, 64, 128, 256] {
-                let got = ops::sum_in_blocks::<G2>(&stream, &d_points, &d_idx, 0..idx.len(), block)
-                    .unwrap();
-                assert_eq!(
-                    got, expect_sum,
-                    "G2 batch addition n={n} in blocks of {block}"
-                );
+            for add in [AddForm::Inlined, AddForm::Looped] {
+                for block in [0, 64, 128, 256] {
+                    let shape = ops::SumShape { block, add };
+                    let got =
+                        ops::sum_in_blocks::<G2>(&stream, &d_points, &d_idx, 0..idx.len(), shape)
+                            .unwrap();
+                    assert_eq!(
+                        got, expect_sum,
+                        "G2 batch addition n={n} in blocks of {block} ({add:?})"
+                    );
+                }
             }
         }
     }
@@ -487,8 +499,13 @@ fn check_fixed<C, K>(
             _ => 2,
         };
         // And level 0 in blocks of 128 and 256 (every other way runs the
-        // default's 64), whole.
+        // default's 64), whole; and in the other addition form, in chunks
+        // and whole in blocks of 256.
         let default = fixed::tuning();
+        let other_add = match default.add {
+            AddForm::Inlined => AddForm::Looped,
+            AddForm::Looped => AddForm::Inlined,
+        };
         let tunings = ways
             .into_iter()
             .take(take)
@@ -500,7 +517,15 @@ fn check_fixed<C, K>(
                 };
                 (tuning, per_chunk)
             })
-            .chain([128, 256].map(|block| (fixed::MsmTuning { block, ..default }, 0)));
+            .chain([128, 256].map(|block| (fixed::MsmTuning { block, ..default }, 0)))
+            .chain([(64, per_chunk), (256, 0)].map(|(block, chunk)| {
+                let tuning = fixed::MsmTuning {
+                    block,
+                    add: other_add,
+                    ..default
+                };
+                (tuning, chunk)
+            }));
         for (tuning, chunk) in tunings {
             let got = fixed::msm_fixed_tuned::<C>(
                 stream,
@@ -517,8 +542,8 @@ fn check_fixed<C, K>(
             assert_eq!(
                 got, expect,
                 "fixed dense in chunks of {chunk} digits (0: whole) {shape}, runs added: {}, pairs: {}, \
-                 level 0 in blocks of {}",
-                tuning.runs_added, tuning.pairs, tuning.block
+                 level 0 in blocks of {} ({:?})",
+                tuning.runs_added, tuning.pairs, tuning.block, tuning.add
             );
         }
     }

@@ -67,4 +67,31 @@ public:
 // `cuzk_kernels::ScalarForm` (a u32 across the boundary).
 enum cuzk_scalar_form : uint32_t { CUZK_CANONICAL = 0, CUZK_MONTGOMERY = 1 };
 
+// How an accumulation kernel adds a point into an XYZZ sum. Mirrors Rust's
+// `cuzk_kernels::AddForm` (a u32 across the boundary). Inlined: sppark's
+// `add`, straight-line (G1's mixed addition is ~3,000 multiply-adds, ~50 KB
+// of code, and its doubling branch as much again). Looped: sppark's `uadd`,
+// one multiplication site run in a loop, which the instruction cache holds.
+enum cuzk_add_form : uint32_t { CUZK_ADD_INLINED = 0, CUZK_ADD_LOOPED = 1 };
+
+// acc += p (negated where `neg`) in the form `ADD` names.
+template<cuzk_add_form ADD, class bucket_t, class affine_t>
+__device__ __forceinline__ void add_in(bucket_t& acc, const affine_t& p, bool neg = false)
+{
+    if constexpr (ADD == CUZK_ADD_LOOPED)
+        acc.uadd(p, neg);
+    else
+        acc.add(p, neg);
+}
+
+// acc += q, both XYZZ sums, in the form `ADD` names.
+template<cuzk_add_form ADD, class bucket_t>
+__device__ __forceinline__ void add_sum(bucket_t& acc, const bucket_t& q)
+{
+    if constexpr (ADD == CUZK_ADD_LOOPED)
+        acc.uadd(q);
+    else
+        acc.add(q);
+}
+
 #endif

@@ -132,11 +132,20 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // `tuning.edge_seg` at a time (on an H200, 4 beat 16 and 64).
     const bool stored = !a->tuning.runs_added;
     const uint32_t block0 = stored ? block_size(a->tuning.block) : 256;
-    // Each accumulation level's kernel, with runs ending as `stored` says.
-    const auto accumulate_table = !stored        ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
-                                  : block0 == 64  ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>
-                                  : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128>
-                                                  : fm_accumulate<FROM_TABLE, RUNS_STORED, 256>;
+    const bool looped = a->tuning.add == CUZK_ADD_LOOPED;
+    if (a->tuning.add > CUZK_ADD_LOOPED)
+        throw std::invalid_argument("MSM tuning: an unknown addition form");
+    // Each accumulation level's kernel, with runs ending as `stored` says and
+    // level 0's additions in the form the tuning names.
+    constexpr cuzk_add_form L = CUZK_ADD_LOOPED;
+    const auto accumulate_table =
+        !stored  ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
+        : looped ? (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64, L>
+                    : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128, L>
+                                    : fm_accumulate<FROM_TABLE, RUNS_STORED, 256, L>)
+                 : (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>
+                    : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128>
+                                    : fm_accumulate<FROM_TABLE, RUNS_STORED, 256>);
     const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256>
                                          : fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256>;
     const auto accumulate_pairs = stored ? fm_accumulate_pairs<RUNS_STORED, 256>

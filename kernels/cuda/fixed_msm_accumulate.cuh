@@ -95,9 +95,10 @@ enum fm_source { FROM_PARTIALS, FROM_TABLE };
 
 // One accumulation level over `m` sorted keys (read from `m_ptr` when set):
 // segment t = [t*seg, (t+1)*seg) of entries, each a table point (with sign)
-// or, above level 0, a partial bucket. Slots unused keep the order sorted:
-// the head takes the segment's first key, the tail its last, at infinity.
-template<fm_source SOURCE, fm_runs RUNS, int THREADS>
+// or, above level 0, a partial bucket, added in the form `ADD` names. Slots
+// unused keep the order sorted: the head takes the segment's first key, the
+// tail its last, at infinity.
+template<fm_source SOURCE, fm_runs RUNS, int THREADS, cuzk_add_form ADD = CUZK_ADD_INLINED>
 __launch_bounds__(THREADS) __global__
 void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
                    const uint32_t* keys, const uint32_t* vals, const bucket_h* partial,
@@ -137,10 +138,10 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
         if constexpr (SOURCE == FROM_TABLE) {
             const uint32_t v = vals[e];
             affine_t p = fm_point(base, extra, ntab, v);
-            acc.add(p, v >> 31);
+            add_in<ADD>(acc, p, v >> 31);
         } else {
             bucket_t q = partial[e];
-            acc.add(q);
+            add_sum<ADD>(acc, q);
         }
     }
     fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, rs, s1, s0, s1, m, head_open, sentinel,

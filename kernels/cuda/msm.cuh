@@ -63,8 +63,8 @@ extern "C" RustError CUZK_FN(msm_gathered)(int device, void* stream, const affin
 // inputs (the points idx[k] from the list, or the partial sums of the fold
 // before) into an XYZZ accumulator; then the block's lane groups join
 // theirs through shared memory, halving, and lane group 0 stores the
-// block's sum in out[blockIdx.x].
-template<int THREADS, bool FROM_POINTS>
+// block's sum in out[blockIdx.x]. Additions take the form `ADD` names.
+template<int THREADS, bool FROM_POINTS, cuzk_add_form ADD>
 __launch_bounds__(THREADS) __global__
 void ones_fold(bucket_t::mem_t* out, const affine_t::mem_t* points, const uint32_t* idx,
                const bucket_t::mem_t* parts, size_t n)
@@ -82,10 +82,10 @@ void ones_fold(bucket_t::mem_t* out, const affine_t::mem_t* points, const uint32
     for (size_t k = (size_t)blockIdx.x * LANES + lg; k < n; k += stride) {
         if constexpr (FROM_POINTS) {
             affine_t p = points[idx[k]];
-            acc.add(p);
+            add_in<ADD>(acc, p);
         } else {
             bucket_t q = parts[k];
-            acc.add(q);
+            add_sum<ADD>(acc, q);
         }
     }
     #pragma unroll 1
@@ -95,7 +95,7 @@ void ones_fold(bucket_t::mem_t* out, const affine_t::mem_t* points, const uint32
         __syncthreads();
         if (lg < half) {
             bucket_t q = share[lg];
-            acc.add(q);
+            add_sum<ADD>(acc, q);
         }
         __syncthreads();
     }
@@ -107,21 +107,21 @@ void ones_fold(bucket_t::mem_t* out, const affine_t::mem_t* points, const uint32
 // The ones' sum in blocks of THREADS: as many blocks as the SMs hold at
 // once (fewer threads a block, more warps an SM for the addition's
 // registers) over the list, then one block over their sums.
-template<int THREADS>
+template<int THREADS, cuzk_add_form ADD>
 static void ones_sum(stream_t& s, uint32_t sms, const affine_t* d_points, const uint32_t* d_idx,
                      size_t n, point_t* out)
 {
     constexpr uint32_t LANES = THREADS / bucket_t::degree;
     int held = 0;
-    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, ones_fold<THREADS, true>,
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, ones_fold<THREADS, true, ADD>,
                                                           THREADS, 0));
     const size_t blocks = std::min<size_t>((size_t)sms * std::max(1, held), (n + LANES - 1) / LANES);
     stream_buf<bucket_t::mem_t> parts{blocks + 1, s};
     bucket_t::mem_t* total = (bucket_t::mem_t*)parts + blocks;
-    ones_fold<THREADS, true><<<(uint32_t)blocks, THREADS, 0, s>>>(
+    ones_fold<THREADS, true, ADD><<<(uint32_t)blocks, THREADS, 0, s>>>(
         parts, (const affine_t::mem_t*)d_points, d_idx, nullptr, n);
     CUDA_OK(cudaGetLastError());
-    ones_fold<THREADS, false><<<1, THREADS, 0, s>>>(total, nullptr, nullptr, parts, blocks);
+    ones_fold<THREADS, false, ADD><<<1, THREADS, 0, s>>>(total, nullptr, nullptr, parts, blocks);
     CUDA_OK(cudaGetLastError());
     bucket_t sum;
     s.DtoH(&sum, total, 1);
@@ -131,12 +131,14 @@ static void ones_sum(stream_t& s, uint32_t sms, const affine_t* d_points, const 
 
 // sum(points[idx[k]]) for k < n: the terms whose scalar is one (no scalar
 // arithmetic at all), on the caller's stream. `block` is the threads a block
-// (64, 128 or 256); 0 runs sppark's batch addition instead (one 256-thread
-// block an SM, the earlier way), kept for side-by-side timing. On an H100
+// (64, 128 or 256), adding in the form `add` names; 0 runs sppark's batch
+// addition instead (one 256-thread block an SM, the earlier way), kept for
+// side-by-side timing. On an H100
 // over a PoRep partition's ones, blocks of 64 against sppark's: G1 26.16 ms
 // against 27.75 (64 M ones), G2 22.17 against 25.12 (16 M).
 extern "C" RustError CUZK_FN(sum)(int device, void* stream, const affine_t* d_points,
-                                  const uint32_t* d_idx, size_t n, uint32_t block, point_t* out)
+                                  const uint32_t* d_idx, size_t n, uint32_t block,
+                                  cuzk_add_form add, point_t* out)
 {
     CUZK_TRY
     out->inf();
@@ -145,9 +147,17 @@ extern "C" RustError CUZK_FN(sum)(int device, void* stream, const affine_t* d_po
     const gpu_t& gpu = select_gpu(device);
     gpu.select();
     stream_t& s = as_stream_t(stream);
+    if (add > CUZK_ADD_LOOPED)
+        throw std::invalid_argument("ones' sum: an unknown addition form");
     if (block > 0) {
         const uint32_t b = block_size(block);
-        const auto fold = b == 256 ? ones_sum<256> : b == 128 ? ones_sum<128> : ones_sum<64>;
+        constexpr cuzk_add_form I = CUZK_ADD_INLINED, L = CUZK_ADD_LOOPED;
+        const auto fold = add == L ? (b == 256   ? ones_sum<256, L>
+                                      : b == 128 ? ones_sum<128, L>
+                                                 : ones_sum<64, L>)
+                                   : (b == 256   ? ones_sum<256, I>
+                                      : b == 128 ? ones_sum<128, I>
+                                                 : ones_sum<64, I>);
         fold(s, gpu.sm_count(), d_points, d_idx, n, out);
     } else {
         size_t nparts = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;

@@ -105,6 +105,19 @@ pub enum ScalarForm {
     Montgomery = 1,
 }
 
+/// How an accumulation kernel adds a point into a bucket's XYZZ sum.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddForm {
+    /// sppark's `add`, straight-line: G1's mixed addition is ~3,000
+    /// multiply-adds (~50 KB of code), its rarely taken doubling as much again.
+    Inlined = 0,
+    /// sppark's `uadd`: one multiplication site run in a loop (squarings
+    /// as multiplications, a doubling through the same site), code the
+    /// instruction cache holds.
+    Looped = 1,
+}
+
 /// The fixed-base MSM's launch shape, chosen on the Rust side (the
 /// benchmarks turn these knobs; `cuzk_gpu::fixed::tuning`).
 #[repr(C)]
@@ -122,6 +135,8 @@ pub struct MsmTuning {
     /// more warps an SM where the addition's registers leave a 256-thread
     /// block's worth of room and a bit.
     pub block: u32,
+    /// How level 0 and the ones' sums add a point into a sum.
+    pub add: AddForm,
     /// Level 0 adds table entries in affine pairs (measured slower: H100,
     /// G1 dense 2^26 at window 20, 520 ms against 430 one by one).
     pub pairs: bool,
@@ -150,6 +165,7 @@ impl Default for MsmTuning {
             // 2^24 279.1 against 293.3, dense G1 2^26 425.4 against 427.6
             // (`scripts/h200.sh blocks`); 128 within 0.3% of 64.
             block: 64,
+            add: AddForm::Inlined,
             pairs: false,
             profile: false,
             // Runs stored: G1 2^26 over the plain points at window 20,
@@ -365,8 +381,9 @@ kernels! {
     /// G1: the gathered tail MSM over packed significant terms (gathered on `stream`).
     fn cuzk_g1_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, form: ScalarForm, out: *mut c_void);
     /// G1: sum(points[idx[k]]), by batch addition on `stream`, in blocks of
-    /// `block` threads (64, 128 or 256; 0: sppark's batch addition).
-    fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, block: u32, out: *mut c_void);
+    /// `block` threads (64, 128 or 256, adding as `add` says; 0: sppark's
+    /// batch addition).
+    fn cuzk_g1_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, block: u32, add: AddForm, out: *mut c_void);
     fn cuzk_g2_msm(device: i32, stream: *mut c_void, points: *const c_void, scalars: *const Fr, n: usize, form: ScalarForm, out: *mut c_void);
     fn cuzk_g2_msm_gathered(device: i32, stream: *mut c_void, points: *const c_void, base_idx: *const u32, scalars: *const Fr, scalar_idx: *const u32, n: usize, form: ScalarForm, out: *mut c_void);
     /// Pre-compiled constraints: a, b, c as `args` describes; returns, the
@@ -378,7 +395,7 @@ kernels! {
     /// prep_msm for one query as `args` describes; returns, synchronised,
     /// with `counts` = selected, ones, significant.
     fn cuzk_prep_query(device: i32, stream: *mut c_void, args: *const PrepQueryArgs, counts: *mut u32);
-    fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, block: u32, out: *mut c_void);
+    fn cuzk_g2_sum(device: i32, stream: *mut c_void, points: *const c_void, idx: *const u32, n: usize, block: u32, add: AddForm, out: *mut c_void);
     /// `out[j]` = the first position in the ascending `list[0..n)` holding
     /// an index >= `values[j]`, for j < m (device pointers), queued on `stream`.
     fn cuzk_lower_bounds(device: i32, stream: *mut c_void, list: *const u32, n: u64, values: *const u32, m: u32, out: *mut u64);
