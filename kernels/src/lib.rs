@@ -114,7 +114,9 @@ pub enum AddForm {
     Inlined = 0,
     /// sppark's `uadd`: one multiplication site run in a loop (squarings
     /// as multiplications, a doubling through the same site), code the
-    /// instruction cache holds.
+    /// instruction cache holds. Measured slower (H100: G1 dense 2^26 450.6
+    /// ms against 425.7, G1 2^24 table 105.8 against 104.4), kept for
+    /// side-by-side timing.
     Looped = 1,
 }
 
@@ -165,6 +167,8 @@ impl Default for MsmTuning {
             // 2^24 279.1 against 293.3, dense G1 2^26 425.4 against 427.6
             // (`scripts/h200.sh blocks`); 128 within 0.3% of 64.
             block: 64,
+            // Inlined: the looped form was 3-7% slower everywhere (H100,
+            // `scripts/h200.sh looped`).
             add: AddForm::Inlined,
             pairs: false,
             profile: false,
