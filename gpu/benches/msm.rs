@@ -118,18 +118,16 @@ fn ways(also: &[(&'static str, fixed::MsmTuning)]) -> Vec<(String, fixed::MsmTun
         }
     }
     // The other addition form, everywhere (CUZK_MSM_WAYS can drop it).
-    let other = match default.add {
-        fixed::AddForm::Inlined => ("looped add", fixed::AddForm::Looped),
-        fixed::AddForm::Looped => ("inlined add", fixed::AddForm::Inlined),
-    };
+    let other = default.add.other();
+    let name = format!("{other:?} add").to_lowercase();
     if picked
         .as_deref()
-        .is_none_or(|p| p.split(',').any(|w| w.trim() == other.0))
+        .is_none_or(|p| p.split(',').any(|w| w.trim() == name))
     {
         ways.push((
-            other.0.to_string(),
+            name,
             fixed::MsmTuning {
-                add: other.1,
+                add: other,
                 ..default
             },
         ));

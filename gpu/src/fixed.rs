@@ -630,6 +630,10 @@ mod tests {
         assert_eq!((knobs.add, none.add), (AddForm::Looped, AddForm::Inlined));
         let inlined = tuning_from(|name| (name == "CUZK_MSM_ADD").then(|| "inlined".into()));
         assert_eq!(inlined.add, AddForm::Inlined);
+        assert_eq!(
+            (AddForm::Inlined.other(), AddForm::Looped.other()),
+            (AddForm::Looped, AddForm::Inlined)
+        );
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");
         assert_eq!((knobs.reduce_per_sm, none.reduce_per_sm), (2048, 512));

@@ -502,10 +502,6 @@ fn check_fixed<C, K>(
         // default's 64), whole; and in the other addition form, in chunks
         // and whole in blocks of 256.
         let default = fixed::tuning();
-        let other_add = match default.add {
-            AddForm::Inlined => AddForm::Looped,
-            AddForm::Looped => AddForm::Inlined,
-        };
         let tunings = ways
             .into_iter()
             .take(take)
@@ -521,7 +517,7 @@ fn check_fixed<C, K>(
             .chain([(64, per_chunk), (256, 0)].map(|(block, chunk)| {
                 let tuning = fixed::MsmTuning {
                     block,
-                    add: other_add,
+                    add: default.add.other(),
                     ..default
                 };
                 (tuning, chunk)

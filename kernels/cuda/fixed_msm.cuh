@@ -77,6 +77,8 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         return RustError{cudaSuccess};
     if (a->form > CUZK_MONTGOMERY)
         throw std::invalid_argument("MSM scalars: an unknown form");
+    if (a->tuning.add > CUZK_ADD_LOOPED)
+        throw std::invalid_argument("MSM tuning: an unknown addition form");
     const cuzk_msm_table* tab = &a->table;
     const uint64_t base_off = a->base_off;
     const uint32_t* base_idx = a->base_idx;
@@ -133,10 +135,9 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const bool stored = !a->tuning.runs_added;
     const uint32_t block0 = stored ? block_size(a->tuning.block) : 256;
     const bool looped = a->tuning.add == CUZK_ADD_LOOPED;
-    if (a->tuning.add > CUZK_ADD_LOOPED)
-        throw std::invalid_argument("MSM tuning: an unknown addition form");
     // Each accumulation level's kernel, with runs ending as `stored` says and
-    // level 0's additions in the form the tuning names.
+    // level 0's additions in the form the tuning names (inlined where runs
+    // are added, the earlier way).
     constexpr cuzk_add_form L = CUZK_ADD_LOOPED;
     const auto accumulate_table =
         !stored  ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>

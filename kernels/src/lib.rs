@@ -120,6 +120,17 @@ pub enum AddForm {
     Looped = 1,
 }
 
+impl AddForm {
+    /// The form this one is not (what benchmarks and tests run beside the
+    /// default).
+    pub fn other(self) -> Self {
+        match self {
+            Self::Inlined => Self::Looped,
+            Self::Looped => Self::Inlined,
+        }
+    }
+}
+
 /// The fixed-base MSM's launch shape, chosen on the Rust side (the
 /// benchmarks turn these knobs; `cuzk_gpu::fixed::tuning`).
 #[repr(C)]
