@@ -20,6 +20,7 @@
 #   scripts/h200.sh reduce     (the bucket reduction's threads per SM at dense G1 2^26 and the G1 2^24 table; GPU tests)
 #   scripts/h200.sh blocks     (level 0 in blocks of 256, 128 and 64 threads: G1/G2 2^24 tables, dense G1 2^26/2^27,
 #                               chain 2^20 x 10 steady state; GPU tests)
+#   scripts/h200.sh madd       (the mixed addition's rate: from registers, two sums a thread, random reads, read ahead)
 #   scripts/h200.sh looped     (level 0 and the ones with sppark's looped addition vs the inlined one: G1/G2 2^24
 #                               tables, dense G1 2^26/2^27 and G2 2^26, phases, SM clock; chain 2^20 x 10 each way)
 #   scripts/h200.sh clocks     (SM clock, power and throttle reasons during a dense G1 2^26 MSM; the multiply-rate probe)
@@ -335,6 +336,15 @@ clocks)
       timeout 150 "$bin/msm" 2>&1 | grep -E "window|accumulat" | tail -4
   [ -x "$bin/imad_rate" ] && "$bin/imad_rate" | grep -E "fp_t|H100|H200"
   smi_summary
+  ;;
+madd)
+  # #27: the mixed addition's rate apart from level 0 (scripts/madd_rate.cu
+  # built into .carry/madd_rate): points from registers, one or two running
+  # sums a thread, and read at random from 2^26 points, with and without the
+  # next point loaded ahead; each with ptxas' registers and bounded to level
+  # 0's 14 warps an SM. Level 0 at dense 2^26 takes 113 SM-clocks an
+  # addition (H100).
+  "$bin/madd_rate"
   ;;
 looped)
   # #27: level 0 and the ones' sums with sppark's looped addition (uadd: one
