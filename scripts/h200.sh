@@ -21,6 +21,8 @@
 #   scripts/h200.sh blocks     (level 0 in blocks of 256, 128 and 64 threads: G1/G2 2^24 tables, dense G1 2^26/2^27,
 #                               chain 2^20 x 10 steady state; GPU tests)
 #   scripts/h200.sh madd       (the mixed addition's rate: from registers, two sums a thread, random reads, read ahead)
+#   scripts/h200.sh stalls     (CUPTI PC sampling: stall reasons of the mixed-addition probe's modes and of a dense G1
+#                               2^26 MSM's kernels, level 0's PCs in $OUT/stalls_dense26.csv)
 #   scripts/h200.sh looped     (level 0 and the ones with sppark's looped addition vs the inlined one: G1/G2 2^24
 #                               tables, dense G1 2^26/2^27 and G2 2^26, phases, SM clock; chain 2^20 x 10 each way)
 #   scripts/h200.sh clocks     (SM clock, power and throttle reasons during a dense G1 2^26 MSM; the multiply-rate probe)
@@ -345,6 +347,21 @@ madd)
   # 0's 14 warps an SM. Level 0 at dense 2^26 takes 113 SM-clocks an
   # addition (H100).
   "$bin/madd_rate"
+  ;;
+stalls)
+  # #27: why level 0's warps wait, from CUPTI's PC sampling
+  # (scripts/stalls.cpp built into .carry/libcuzk_stalls.so, beside
+  # libcupti.so.13 from PyPI's nvidia-cuda-cupti 13.0): the mixed-addition
+  # probe's rates plain, then each of its modes' stall reasons, then a dense
+  # G1 2^26 MSM's (window 20; level 0 and sppark's msm_t each by kernel), the
+  # PCs of level 0 in $OUT/stalls_dense26.csv to join with the SASS.
+  stalled() { CUDA_INJECTION64_PATH=$bin/libcuzk_stalls.so LD_LIBRARY_PATH=$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
+  [ -x "$bin/madd_rate" ] && timeout 120 "$bin/madd_rate"
+  [ -x "$bin/madd_rate" ] && CUZK_STALLS_MATCH=madd CUZK_STALLS_CSV=$out/stalls_madd.csv stalled timeout 150 "$bin/madd_rate" 2>&1 \
+      | grep -E "^stalls|fail|error" | head -150
+  CUZK_STALLS_CSV=$out/stalls_dense26.csv CUZK_MSM_PROFILE=1 CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 \
+      CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_WAYS= stalled timeout 240 "$bin/msm" 2>&1 \
+      | grep -E "^stalls|^G1|window|accumulat|panicked" | head -150
   ;;
 looped)
   # #27: level 0 and the ones' sums with sppark's looped addition (uadd: one
