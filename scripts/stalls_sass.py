@@ -14,16 +14,25 @@ import sys
 
 
 def read_sass(path):
-    """{mangled function: {pc: instruction}} from cuobjdump -sass text."""
-    funcs, cur = {}, None
+    """{mangled function: {pc: (instruction, stall)}} from cuobjdump -sass
+    text. `stall` is the compiler's stall count (control bits 105-108 of
+    the 128-bit sm_70+ instruction, in the second hex word): the cycles the
+    warp waits before its next instruction, for fixed-latency results."""
+    funcs, cur, last = {}, None, None
     for line in open(path):
         m = re.match(r"\s*Function : (\S+)", line)
         if m:
-            cur = funcs.setdefault(m.group(1), {})
+            cur, last = funcs.setdefault(m.group(1), {}), None
             continue
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
         if m and cur is not None:
-            cur[int(m.group(1), 16)] = m.group(2)
+            last = int(m.group(1), 16)
+            cur[last] = (m.group(2), None)
+            continue
+        m = re.match(r"\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$", line)
+        if m and cur is not None and last is not None:
+            cur[last] = (cur[last][0], (int(m.group(1), 16) >> 41) & 0xF)
+            last = None
     return funcs
 
 
@@ -54,7 +63,7 @@ def main():
             continue
         by_op = collections.defaultdict(collections.Counter)
         for pc, c in pcs.items():
-            op = opcode(code.get(pc, "?"))
+            op = opcode(code.get(pc, ("?", None))[0])
             for r, v in c.items():
                 if "not_issued" not in r:
                     by_op[op][r] += v
@@ -63,11 +72,13 @@ def main():
             n = sum(c.values())
             reasons = ", ".join("%s %.0f%%" % (r, 100.0 * v / n) for r, v in c.most_common(3))
             print("    %-24s %5.1f%%  %s" % (op, 100.0 * n / total, reasons))
-        print("  the most sampled instructions:")
+        print("  the most sampled instructions (s: the compiler's stall count):")
         for pc, c in sorted(pcs.items(), key=lambda kv: -issued(kv[1]))[:top]:
             n = issued(c)
             reasons = ", ".join("%s %d" % (r, v) for r, v in c.most_common(3) if "not_issued" not in r)
-            print("    %05x %5.2f%%  %-48s %s" % (pc, 100.0 * n / total, code.get(pc, "?")[:48], reasons))
+            instr, stall = code.get(pc, ("?", None))
+            print("    %05x %5.2f%%  %-48s s%-2s %s" % (pc, 100.0 * n / total, instr[:48],
+                                                    "?" if stall is None else stall, reasons))
 
 
 if __name__ == "__main__":
