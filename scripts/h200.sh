@@ -354,14 +354,19 @@ stalls)
   # libcupti.so.13 from PyPI's nvidia-cuda-cupti 13.0): the mixed-addition
   # probe's rates plain, then each of its modes' stall reasons, then a dense
   # G1 2^26 MSM's (window 20; level 0 and sppark's msm_t each by kernel), the
-  # PCs of level 0 in $OUT/stalls_dense26.csv to join with the SASS.
-  stalled() { CUDA_INJECTION64_PATH=$bin/libcuzk_stalls.so LD_LIBRARY_PATH=$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
+  # PCs of level 0 in $OUT/stalls_dense26.csv to join with the SASS
+  # (scripts/stalls_sass.py).
+  # The modules sampled go to $OUT/cubins (gzipped) for stalls_sass.py.
+  mkdir -p "$out/cubins"
+  stalled() { CUZK_STALLS_CUBINS=$out/cubins CUDA_INJECTION64_PATH=$bin/libcuzk_stalls.so \
+      LD_LIBRARY_PATH=$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
   [ -x "$bin/madd_rate" ] && timeout 120 "$bin/madd_rate"
   [ -x "$bin/madd_rate" ] && CUZK_STALLS_MATCH=madd CUZK_STALLS_CSV=$out/stalls_madd.csv stalled timeout 150 "$bin/madd_rate" 2>&1 \
       | grep -E "^stalls|fail|error" | head -150
   CUZK_STALLS_CSV=$out/stalls_dense26.csv CUZK_MSM_PROFILE=1 CUZK_MSM_G1= CUZK_MSM_G2= CUZK_MSM_PLAIN_G1=26 \
       CUZK_MSM_PLAIN_WINDOWS=20 CUZK_MSM_WAYS= stalled timeout 240 "$bin/msm" 2>&1 \
       | grep -E "^stalls|^G1|window|accumulat|panicked" | head -150
+  gzip -f "$out"/cubins/*.cubin 2>/dev/null; ls -la "$out/cubins"
   ;;
 looped)
   # #27: level 0 and the ones' sums with sppark's looped addition (uadd: one

@@ -14,7 +14,8 @@
 // nothing. Every PC of the kernels named by CUZK_STALLS_MATCH (a substring
 // of the mangled name, default fm_accumulate) goes to CUZK_STALLS_CSV
 // (function,pc,reason,samples) to be joined with the SASS offline
-// (cuobjdump -sass; PCs are byte offsets in the function).
+// (cuobjdump -sass; PCs are byte offsets in the function); the modules that
+// hold such kernels go to the directory CUZK_STALLS_CUBINS, if set.
 // Knobs: CUZK_STALLS_PERIOD (2^N cycles between samples an SM, 5..31;
 // CUPTI's default if unset), CUZK_STALLS_TOP (reasons a kernel, default 10).
 // Build (from the repository root; CUPTI's headers and library from PyPI's
@@ -290,6 +291,25 @@ void report()
     }
 }
 
+// The modules whose code holds CUZK_STALLS_MATCH go to CUZK_STALLS_CUBINS
+// (a directory), so the PCs join with the SASS of exactly what ran.
+void keep_cubin(const CUpti_ModuleResourceData* m)
+{
+    const char* dir = getenv("CUZK_STALLS_CUBINS");
+    if (!dir || !m || !m->pCubin || !m->cubinSize)
+        return;
+    const std::string match = env_or("CUZK_STALLS_MATCH", "fm_accumulate");
+    const char* end = m->pCubin + m->cubinSize;
+    if (std::search(m->pCubin, end, match.begin(), match.end()) == end)
+        return;
+    const std::string path = std::string(dir) + "/module" + std::to_string(m->moduleId) + ".cubin";
+    if (FILE* f = fopen(path.c_str(), "wb")) {
+        fwrite(m->pCubin, 1, m->cubinSize, f);
+        fclose(f);
+        fprintf(stderr, "stalls: kept %s (%zu bytes)\n", path.c_str(), m->cubinSize);
+    }
+}
+
 void CUPTIAPI on_event(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data)
 {
     std::lock_guard<std::recursive_mutex> g(mu);
@@ -297,8 +317,10 @@ void CUPTIAPI on_event(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         const auto* r = (const CUpti_ResourceData*)data;
         if (id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && !enabled && !ctx)
             enable(r->context);
-        else if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED && enabled && r->context == ctx)
+        else if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED && enabled && r->context == ctx) {
             drain(ctx); // a new module starts a new range of PCs
+            keep_cubin((const CUpti_ModuleResourceData*)r->resourceDescriptor);
+        }
         else if (id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && enabled && r->context == ctx)
             disable();
     } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
