@@ -23,6 +23,7 @@
 #   scripts/h200.sh madd       (the mixed addition's rate: from registers, two sums a thread, random reads, read ahead)
 #   scripts/h200.sh stalls     (CUPTI PC sampling: stall reasons of the mixed-addition probe's modes and of a dense G1
 #                               2^26 MSM's kernels, level 0's PCs in $OUT/stalls_dense26.csv)
+#   scripts/h200.sh fused      (level 0 and the ones with Y3 as one dot product vs the inlined addition, as `looped`)
 #   scripts/h200.sh looped     (level 0 and the ones with sppark's looped addition vs the inlined one: G1/G2 2^24
 #                               tables, dense G1 2^26/2^27 and G2 2^26, phases, SM clock; chain 2^20 x 10 each way)
 #   scripts/h200.sh clocks     (SM clock, power and throttle reasons during a dense G1 2^26 MSM; the multiply-rate probe)
@@ -87,6 +88,48 @@ if p:
     print("power p50 %.0f W, max %.0f W, limit %s" % (p[len(p) // 2], p[-1], busy[0][4]))
 print("throttle reasons:", collections.Counter(r[6] for r in busy).most_common(4))
 PY
+}
+
+# #27: level 0 and the ones' sums with the addition form $1 (looped or
+# fused) beside the default (inlined): the G1 and G2 2^24 tables, dense G1
+# 2^26 and 2^27 and G2 2^26 at window 20, interleaved, every result compared
+# with msm_t's, each MSM's phases from CUDA events (the log in $OUT/$1.log),
+# the SM clock and power meanwhile; then the multiply-rate probe; then chain
+# 2^20 x 10 steady state (c=10 j=3, after a warm-up) each way, twice, every
+# proof verified.
+compare_add() {
+  local form=$1
+  smi_start
+  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="$form add" CUZK_MSM_G1=${TABLES_G1:-24} CUZK_MSM_G2=${TABLES_G2:-24} \
+      CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} CUZK_MSM_PLAIN_G2=${PLAIN_G2:-26} CUZK_MSM_PLAIN_WINDOWS=20 \
+      timeout ${MSM_S:-330} "$bin/msm" > "$out/$form.log" 2>&1
+  smi_summary
+  grep -E "^G[12]|panicked" "$out/$form.log"
+  # Each size's MSMs (up to its summary line) alternate ours (inlined) and
+  # the other form: the median of each phase either way.
+  python3 - "$out/$form.log" "$form" <<'PY'
+import re, sys
+runs = []
+for line in open(sys.argv[1]):
+    m = re.match(r"fixed msm n=(\d+):(.*)\| wall", line)
+    if m:
+        runs.append(dict((k, float(v)) for k, v in re.findall(r" (\w+) ([\d.]+) ms", m.group(2))))
+    elif re.match(r"G[12] ", line) and runs:
+        for way, rs in (("inlined", runs[0::2]), (sys.argv[2], runs[1::2])):
+            med = {k: sorted(r.get(k, 0) for r in rs)[len(rs) // 2] for k in rs[0]}
+            print(" ".join(line.split()[:3]), way, "(%d runs):" % len(rs), " ".join("%s %.2f" % kv for kv in med.items()))
+        runs = []
+PY
+  [ -x "$bin/imad_rate" ] && "$bin/imad_rate" | grep -E "fp_t|H100|H200"
+  [ "${CHAIN:-1}" = 1 ] || return 0
+  setup chain 20
+  for rep in 1 2; do
+    for add in inlined $form; do
+      env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_MSM_ADD=$add timeout 45 "$bin/cuzk" bench --quiet \
+          --workload chain --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 | grep -E "throughput|verified" \
+          | sed "s/^/add=$add: /"
+    done
+  done
 }
 
 # Seconds left of this call's budget (the device gives a call 10 minutes).
@@ -369,43 +412,15 @@ stalls)
   gzip -f "$out"/cubins/*.cubin 2>/dev/null; ls -la "$out/cubins"
   ;;
 looped)
-  # #27: level 0 and the ones' sums with sppark's looped addition (uadd: one
-  # multiplication site in a loop, code the instruction cache holds) beside
-  # the inlined one (add: ~50 KB straight-line, then the doubling branch):
-  # the G1 and G2 2^24 tables, dense G1 2^26 and 2^27 and G2 2^26 at window
-  # 20, interleaved, every result compared with msm_t's, each MSM's phases
-  # from CUDA events (the log in $OUT/looped.log), the SM clock and power
-  # meanwhile; then the multiply-rate probe; then chain 2^20 x 10 steady
-  # state (c=10 j=3, after a warm-up) each way, twice, every proof verified.
-  smi_start
-  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="looped add" CUZK_MSM_G1=24 CUZK_MSM_G2=24 CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} \
-      CUZK_MSM_PLAIN_G2=${PLAIN_G2:-26} CUZK_MSM_PLAIN_WINDOWS=20 timeout 330 "$bin/msm" > "$out/looped.log" 2>&1
-  smi_summary
-  grep -E "^G[12]|panicked" "$out/looped.log"
-  # Each size's MSMs (up to its summary line) alternate ours (inlined) and
-  # looped: the median of each phase either way.
-  python3 - "$out/looped.log" <<'PY'
-import re, sys
-runs = []
-for line in open(sys.argv[1]):
-    m = re.match(r"fixed msm n=(\d+):(.*)\| wall", line)
-    if m:
-        runs.append(dict((k, float(v)) for k, v in re.findall(r" (\w+) ([\d.]+) ms", m.group(2))))
-    elif re.match(r"G[12] ", line) and runs:
-        for way, rs in (("inlined", runs[0::2]), ("looped", runs[1::2])):
-            med = {k: sorted(r.get(k, 0) for r in rs)[len(rs) // 2] for k in rs[0]}
-            print(" ".join(line.split()[:3]), way, "(%d runs):" % len(rs), " ".join("%s %.2f" % kv for kv in med.items()))
-        runs = []
-PY
-  [ -x "$bin/imad_rate" ] && "$bin/imad_rate" | grep -E "fp_t|H100|H200"
-  setup chain 20
-  for rep in 1 2; do
-    for add in inlined looped; do
-      env $gpu_env CUZK_PIPELINE__VARIANT=single_lock CUZK_MSM_ADD=$add timeout 45 "$bin/cuzk" bench --quiet \
-          --workload chain --log-size 20 --partitions 10 -c 10 -j 3 --warmup 1 2>&1 | grep -E "throughput|verified" \
-          | sed "s/^/add=$add: /"
-    done
-  done
+  # sppark's looped addition (uadd: one multiplication site in a loop, code
+  # the instruction cache holds) against the inlined one (measured slower).
+  compare_add looped
+  ;;
+fused)
+  # Y3's two products under one reduction (AddForm::Fused, G1; G2 adds
+  # inlined) against the inlined addition. TABLES_G1/TABLES_G2, PLAIN,
+  # PLAIN_G2 pick the sizes, MSM_S bounds the bench, CHAIN=0 skips the chain.
+  compare_add fused
   ;;
 stored)
   # #27: runs stored into buckets zeroed per chunk (the default) against

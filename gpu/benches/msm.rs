@@ -13,9 +13,9 @@
 //! (`pairs`, runs stored), interleaved; the speedup is the default's.
 //! CUZK_MSM_WAYS picks which of those others run (a comma list of their
 //! names; empty: none), and CUZK_MSM_BLOCKS adds level 0 in blocks of each
-//! size listed (64, 128, 256), everywhere. The other addition form than the
-//! default's (`looped add` or `inlined add`, the tuning's `add`) runs
-//! everywhere too, unless CUZK_MSM_WAYS leaves it out.
+//! size listed (64, 128, 256), everywhere. The addition forms other than
+//! the default's (`looped add`, `fused add` or `inlined add`, the tuning's
+//! `add`) run everywhere too, unless CUZK_MSM_WAYS leaves them out.
 //! CUZK_MSM_POREP_G1 and CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
 //! PoRep's bit-heavy scalars, as the engine runs it (lists, ones, tail)
 //! against one dense `msm_t` (default: none); the tail also on our own
@@ -117,20 +117,21 @@ fn ways(also: &[(&'static str, fixed::MsmTuning)]) -> Vec<(String, fixed::MsmTun
             ways.push((what.to_string(), tuning));
         }
     }
-    // The other addition form, everywhere (CUZK_MSM_WAYS can drop it).
-    let other = default.add.other();
-    let name = format!("{other:?} add").to_lowercase();
-    if picked
-        .as_deref()
-        .is_none_or(|p| p.split(',').any(|w| w.trim() == name))
-    {
-        ways.push((
-            name,
-            fixed::MsmTuning {
-                add: other,
-                ..default
-            },
-        ));
+    // The other addition forms, everywhere (CUZK_MSM_WAYS can drop them).
+    for other in default.add.others() {
+        let name = format!("{other:?} add").to_lowercase();
+        if picked
+            .as_deref()
+            .is_none_or(|p| p.split(',').any(|w| w.trim() == name))
+        {
+            ways.push((
+                name,
+                fixed::MsmTuning {
+                    add: other,
+                    ..default
+                },
+            ));
+        }
     }
     for block in sizes("CUZK_MSM_BLOCKS", "") {
         ways.push((
@@ -495,10 +496,17 @@ where
         td / (tp + to + tt),
     );
     // The ones' sum in each block size against sppark's batch addition (0),
-    // and in blocks of 64 with the looped addition, interleaved, every
-    // result compared.
-    let (inl, looped) = (ops::AddForm::Inlined, ops::AddForm::Looped);
-    let ways = [(0u32, inl), (64, inl), (128, inl), (256, inl), (64, looped)];
+    // and in blocks of 64 with the looped and the fused addition,
+    // interleaved, every result compared.
+    use ops::AddForm::{Fused, Inlined as Inl, Looped};
+    let ways = [
+        (0u32, Inl),
+        (64, Inl),
+        (128, Inl),
+        (256, Inl),
+        (64, Looped),
+        (64, Fused),
+    ];
     let in_blocks = |(block, add)| {
         let shape = ops::SumShape { block, add };
         ops::sum_in_blocks::<C>(stream, &d_points, &ones, 0..counts.ones, shape).unwrap()
@@ -521,7 +529,7 @@ where
     }
     let ms: Vec<f64> = times.into_iter().map(median).collect();
     println!(
-        "{name} PoRep 2^{lg} ones ({} of them): sppark batch addition {:.2} ms   ours in blocks of 64 {:.2} ms ({:.2}x)   128 {:.2} ms   256 {:.2} ms   64 looped {:.2} ms",
+        "{name} PoRep 2^{lg} ones ({} of them): sppark batch addition {:.2} ms   ours in blocks of 64 {:.2} ms ({:.2}x)   128 {:.2} ms   256 {:.2} ms   64 looped {:.2} ms   64 fused {:.2} ms",
         counts.ones,
         ms[0],
         ms[1],
@@ -529,6 +537,7 @@ where
         ms[2],
         ms[3],
         ms[4],
+        ms[5],
     );
     // The tail on our Pippenger: the fixed-base MSM over a table of no
     // precomputed copies (nothing beyond the points), its windows in groups.

@@ -503,8 +503,8 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// added in place, the earlier way, or stored into buckets zeroed per
 /// chunk; `CUZK_MSM_CHUNK_TERMS=1`: chunks of terms over every window, as
 /// before chunks of whole windows; `CUZK_MSM_ONES_SPPARK=1`: the ones'
-/// sums on sppark's batch addition, the earlier way; `CUZK_MSM_ADD=looped`
-/// or `inlined`: how level 0 and the ones' sums add, [`AddForm`]). Passed
+/// sums on sppark's batch addition, the earlier way; `CUZK_MSM_ADD=looped`,
+/// `fused` or `inlined`: how level 0 and the ones' sums add, [`AddForm`]). Passed
 /// to every launch: no kernel reads the environment.
 pub fn tuning() -> MsmTuning {
     static TUNING: std::sync::OnceLock<MsmTuning> = std::sync::OnceLock::new();
@@ -527,6 +527,7 @@ pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
         add: match var("CUZK_MSM_ADD").as_deref() {
             Some("looped") => AddForm::Looped,
             Some("inlined") => AddForm::Inlined,
+            Some("fused") => AddForm::Fused,
             _ => d.add,
         },
         pairs: var("CUZK_MSM_PAIRS").as_deref() == Some("1"),
@@ -628,11 +629,19 @@ mod tests {
             _ => None,
         });
         assert_eq!((knobs.add, none.add), (AddForm::Looped, AddForm::Inlined));
-        let inlined = tuning_from(|name| (name == "CUZK_MSM_ADD").then(|| "inlined".into()));
-        assert_eq!(inlined.add, AddForm::Inlined);
+        let add =
+            |form: &str| tuning_from(|name| (name == "CUZK_MSM_ADD").then(|| form.into())).add;
         assert_eq!(
-            (AddForm::Inlined.other(), AddForm::Looped.other()),
-            (AddForm::Looped, AddForm::Inlined)
+            (add("inlined"), add("fused"), add("unknown")),
+            (AddForm::Inlined, AddForm::Fused, AddForm::Inlined)
+        );
+        assert_eq!(
+            AddForm::Inlined.others().collect::<Vec<_>>(),
+            [AddForm::Looped, AddForm::Fused]
+        );
+        assert_eq!(
+            AddForm::Fused.others().collect::<Vec<_>>(),
+            [AddForm::Inlined, AddForm::Looped]
         );
         assert_eq!(knobs.threads_per_sm, 512);
         assert_eq!(knobs.edge_seg, 2, "at least two slots a segment");

@@ -178,17 +178,19 @@ fn dense_msm_of_2_pow_26_matches_blst() {
     // Runs stored in chunks of whole windows (the default), added in place,
     // level 0 in affine pairs, and chunks of terms (each later chunk's
     // buckets merged), level 0 in blocks of 64 (the default); and the
-    // default in blocks of 128 and 256; and in both addition forms.
-    let (inl, looped) = (AddForm::Inlined, AddForm::Looped);
+    // default in blocks of 128 and 256; and in every addition form.
+    use AddForm::{Fused, Inlined as Inl, Looped};
     let ways = [
-        (false, false, false, 64, inl),
-        (true, false, false, 64, inl),
-        (false, true, false, 64, inl),
-        (false, false, true, 64, inl),
-        (false, false, false, 128, inl),
-        (false, false, false, 256, inl),
-        (false, false, false, 64, looped),
-        (false, false, true, 128, looped),
+        (false, false, false, 64, Inl),
+        (true, false, false, 64, Inl),
+        (false, true, false, 64, Inl),
+        (false, false, true, 64, Inl),
+        (false, false, false, 128, Inl),
+        (false, false, false, 256, Inl),
+        (false, false, false, 64, Looped),
+        (false, false, true, 128, Looped),
+        (false, false, false, 64, Fused),
+        (false, false, true, 256, Fused),
     ];
     for (runs_added, pairs, chunk_terms, block, add) in ways {
         let tuning = fixed::MsmTuning {
@@ -334,8 +336,8 @@ fn check_g1(dev: i32, stream: &Stream, bases: &[G1Affine], s: &[Scalar], label: 
     let expect_sum = cpu::sum_gathered::<cpu::G1>(g1_raw(bases), &idx);
     let got = ops::sum::<G1>(stream, &d_points, &d_idx, idx.len()).unwrap();
     assert_eq!(got, expect_sum, "G1 batch addition {label} n={n}");
-    // Every block size in both addition forms, and sppark's batch addition (0).
-    for add in [AddForm::Inlined, AddForm::Looped] {
+    // Every block size in every addition form, and sppark's batch addition (0).
+    for add in AddForm::ALL {
         for block in [0, 64, 128, 256] {
             let shape = ops::SumShape { block, add };
             let got =
@@ -409,7 +411,7 @@ fn g2_msms_match_blst() {
             let expect_sum = cpu::sum_gathered::<cpu::G2>(g2_raw(&bases), &idx);
             let got = ops::sum::<G2>(&stream, &d_points, &d_idx, idx.len()).unwrap();
             assert_eq!(got, expect_sum, "G2 batch addition n={n}");
-            for add in [AddForm::Inlined, AddForm::Looped] {
+            for add in AddForm::ALL {
                 for block in [0, 64, 128, 256] {
                     let shape = ops::SumShape { block, add };
                     let got =
@@ -499,7 +501,7 @@ fn check_fixed<C, K>(
             _ => 2,
         };
         // And level 0 in blocks of 128 and 256 (every other way runs the
-        // default's 64), whole; and in the other addition form, in chunks
+        // default's 64), whole; and in each other addition form, in chunks
         // and whole in blocks of 256.
         let default = fixed::tuning();
         let tunings = ways
@@ -514,13 +516,15 @@ fn check_fixed<C, K>(
                 (tuning, per_chunk)
             })
             .chain([128, 256].map(|block| (fixed::MsmTuning { block, ..default }, 0)))
-            .chain([(64, per_chunk), (256, 0)].map(|(block, chunk)| {
-                let tuning = fixed::MsmTuning {
-                    block,
-                    add: default.add.other(),
-                    ..default
-                };
-                (tuning, chunk)
+            .chain(default.add.others().flat_map(|add| {
+                [(64, per_chunk), (256, 0)].map(|(block, chunk)| {
+                    let tuning = fixed::MsmTuning {
+                        block,
+                        add,
+                        ..default
+                    };
+                    (tuning, chunk)
+                })
             }));
         for (tuning, chunk) in tunings {
             let got = fixed::msm_fixed_tuned::<C>(

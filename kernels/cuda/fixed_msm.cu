@@ -29,7 +29,7 @@ struct cuzk_msm_tuning {
     uint32_t edge_seg;       // slots per segment above level 0
     uint32_t reduce_per_sm;  // bucket-reduction threads per SM (at most)
     uint32_t block;          // level-0 threads per block (64, 128 or 256)
-    cuzk_add_form add;       // level 0's and the ones' additions, inlined or looped
+    cuzk_add_form add;       // level 0's and the ones' additions: inlined, looped or fused
     bool pairs;              // level 0 in affine pairs (measured slower)
     bool profile;            // each phase's device time to stderr
     bool runs_added;         // runs added into their buckets in place (the earlier way)

@@ -77,7 +77,7 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         return RustError{cudaSuccess};
     if (a->form > CUZK_MONTGOMERY)
         throw std::invalid_argument("MSM scalars: an unknown form");
-    if (a->tuning.add > CUZK_ADD_LOOPED)
+    if (a->tuning.add > CUZK_ADD_FUSED)
         throw std::invalid_argument("MSM tuning: an unknown addition form");
     const cuzk_msm_table* tab = &a->table;
     const uint64_t base_off = a->base_off;
@@ -134,19 +134,22 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     // `tuning.edge_seg` at a time (on an H200, 4 beat 16 and 64).
     const bool stored = !a->tuning.runs_added;
     const uint32_t block0 = stored ? block_size(a->tuning.block) : 256;
-    const bool looped = a->tuning.add == CUZK_ADD_LOOPED;
+    const cuzk_add_form add = a->tuning.add;
     // Each accumulation level's kernel, with runs ending as `stored` says and
     // level 0's additions in the form the tuning names (inlined where runs
     // are added, the earlier way).
-    constexpr cuzk_add_form L = CUZK_ADD_LOOPED;
+    constexpr cuzk_add_form L = CUZK_ADD_LOOPED, F = CUZK_ADD_FUSED;
     const auto accumulate_table =
-        !stored  ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
-        : looped ? (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64, L>
-                    : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128, L>
-                                    : fm_accumulate<FROM_TABLE, RUNS_STORED, 256, L>)
-                 : (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>
-                    : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128>
-                                    : fm_accumulate<FROM_TABLE, RUNS_STORED, 256>);
+        !stored         ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
+        : add == L      ? (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64, L>
+                           : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128, L>
+                                           : fm_accumulate<FROM_TABLE, RUNS_STORED, 256, L>)
+        : add == F      ? (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64, F>
+                           : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128, F>
+                                           : fm_accumulate<FROM_TABLE, RUNS_STORED, 256, F>)
+                        : (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>
+                           : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128>
+                                           : fm_accumulate<FROM_TABLE, RUNS_STORED, 256>);
     const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256>
                                          : fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256>;
     const auto accumulate_pairs = stored ? fm_accumulate_pairs<RUNS_STORED, 256>

@@ -147,17 +147,20 @@ extern "C" RustError CUZK_FN(sum)(int device, void* stream, const affine_t* d_po
     const gpu_t& gpu = select_gpu(device);
     gpu.select();
     stream_t& s = as_stream_t(stream);
-    if (add > CUZK_ADD_LOOPED)
+    if (add > CUZK_ADD_FUSED)
         throw std::invalid_argument("ones' sum: an unknown addition form");
     if (block > 0) {
         const uint32_t b = block_size(block);
-        constexpr cuzk_add_form I = CUZK_ADD_INLINED, L = CUZK_ADD_LOOPED;
-        const auto fold = add == L ? (b == 256   ? ones_sum<256, L>
-                                      : b == 128 ? ones_sum<128, L>
-                                                 : ones_sum<64, L>)
-                                   : (b == 256   ? ones_sum<256, I>
-                                      : b == 128 ? ones_sum<128, I>
-                                                 : ones_sum<64, I>);
+        constexpr cuzk_add_form I = CUZK_ADD_INLINED, L = CUZK_ADD_LOOPED, F = CUZK_ADD_FUSED;
+        const auto fold = add == L   ? (b == 256   ? ones_sum<256, L>
+                                        : b == 128 ? ones_sum<128, L>
+                                                   : ones_sum<64, L>)
+                          : add == F ? (b == 256   ? ones_sum<256, F>
+                                        : b == 128 ? ones_sum<128, F>
+                                                   : ones_sum<64, F>)
+                                     : (b == 256   ? ones_sum<256, I>
+                                        : b == 128 ? ones_sum<128, I>
+                                                   : ones_sum<64, I>);
         fold(s, gpu.sm_count(), d_points, d_idx, n, out);
     } else {
         size_t nparts = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
