@@ -119,15 +119,16 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const uint32_t sms = s.sm_count();
 
     // Level 0's blocks are `tuning.block` threads (64, 128 or 256; runs
-    // added, always 256) with no register bound: G1's addition holds ~144
-    // registers, so a 256-thread block leaves room for one block (8 warps) an
-    // SM and a 64-thread one for seven (14 warps), at the same code; G2's
-    // 166-186 for 8 warps and 12. On an H100 that made the tables' MSMs 4-5%
-    // faster (G1 and G2 2^24) and dense ones 0.5% (their level 0 is not
-    // bound by occupancy: docs/BENCHMARKS.md, session 43). A forced
-    // register bound (384-thread blocks, 168 registers) lost on an H200, and
-    // G2's addition needs more registers than such bounds leave on Turing
-    // and Blackwell.
+    // added, always 256) with no register bound. Compiled whole-program
+    // (kernels/build.rs), G1's addition holds 140-148 registers: a 64-thread
+    // block leaves room for seven an SM (14 warps), a 256-thread one for one
+    // (8); G2's 166-186, 12 warps and 8. Built as relocatable device code
+    // until session 45 it held 210 (8 warps at every block size), so every
+    // measurement before then ran at 8: blocks of 64 won 4-5% on the tables'
+    // MSMs by their smaller waves (H100, session 43). A forced register
+    // bound (384-thread blocks, 168 registers) lost on an H200, and G2's
+    // addition needs more registers than such bounds leave on Turing and
+    // Blackwell.
     // Segments come in whole waves of the blocks an SM holds, as near
     // `tuning.threads_per_sm` as whole waves go, so no SM idles through a
     // last partial wave. The levels above reduce the segments' slots
