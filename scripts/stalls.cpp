@@ -187,7 +187,7 @@ void enable(CUcontext c)
     cfg.push_back(a);
     a = {};
     a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
-    a.attributeData.scratchBufferSizeData.scratchBufferSize = 64 << 20; // ~350k PC-reasons
+    a.attributeData.scratchBufferSizeData.scratchBufferSize = 256 << 20; // ~1.4 M PC-reasons
     cfg.push_back(a);
     a = {};
     a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
