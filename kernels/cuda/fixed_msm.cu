@@ -59,6 +59,8 @@ class phase_clock {
     cudaStream_t s;
     bool on;
     std::vector<std::pair<const char*, cudaEvent_t>> marks;
+    int regs = -1, warps = 0;
+    size_t local = 0;
 public:
     std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
     phase_clock(cudaStream_t stream, bool profile) : s(stream), on(profile)
@@ -71,6 +73,19 @@ public:
         CUDA_OK(cudaEventCreate(&e));
         CUDA_OK(cudaEventRecord(e, s));
         marks.emplace_back(phase, e);
+    }
+    // Level 0's registers, local memory a thread and warps resident an SM,
+    // printed with the phases: ptxas' register choice for it has swung
+    // between 140 and 210 with unrelated edits (14 warps or 8), so every
+    // timing says which it ran at.
+    void level0(const void* kernel, int blocks, uint32_t threads)
+    {
+        cudaFuncAttributes attr;
+        if (on && cudaFuncGetAttributes(&attr, kernel) == cudaSuccess) {
+            regs = attr.numRegs;
+            local = attr.localSizeBytes;
+            warps = blocks * (int)threads / 32;
+        }
     }
     // After the stream is synchronised.
     void print(size_t n)
@@ -91,8 +106,12 @@ public:
         fprintf(stderr, "fixed msm n=%zu:", n);
         for (auto& p : sums)
             fprintf(stderr, " %s %.2f ms", p.first, p.second);
-        fprintf(stderr, " | wall %.2f ms\n", std::chrono::duration<double, std::milli>(
-                                                std::chrono::steady_clock::now() - t0).count());
+        fprintf(stderr, " | wall %.2f ms", std::chrono::duration<double, std::milli>(
+                                               std::chrono::steady_clock::now() - t0).count());
+        if (regs >= 0)
+            fprintf(stderr, " | level 0: %d registers, %zu bytes local, %d warps an SM", regs, local,
+                    warps);
+        fprintf(stderr, "\n");
     }
     ~phase_clock()
     {   for (auto& m : marks) cudaEventDestroy(m.second);   }

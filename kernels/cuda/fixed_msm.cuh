@@ -119,16 +119,17 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const uint32_t sms = s.sm_count();
 
     // Level 0's blocks are `tuning.block` threads (64, 128 or 256; runs
-    // added, always 256) with no register bound. Compiled whole-program
-    // (kernels/build.rs), G1's addition holds 140-148 registers: a 64-thread
+    // added, always 256) with no register bound. As built (whole-program,
+    // kernels/build.rs) G1's addition holds 140-148 registers: a 64-thread
     // block leaves room for seven an SM (14 warps), a 256-thread one for one
-    // (8); G2's 166-186, 12 warps and 8. Built as relocatable device code
-    // until session 45 it held 210 (8 warps at every block size), so every
-    // measurement before then ran at 8: blocks of 64 won 4-5% on the tables'
-    // MSMs by their smaller waves (H100, session 43). A forced register
-    // bound (384-thread blocks, 168 registers) lost on an H200, and G2's
-    // addition needs more registers than such bounds leave on Turing and
-    // Blackwell.
+    // (8); G2's 166-186, 12 warps and 8. But ptxas' choice is not stable:
+    // as relocatable device code it held 210 (8 warps at every block size,
+    // every measurement before session 45), and a register bound on another
+    // instance of this kernel brought 210 back (session 46), so the profile
+    // prints the registers and warps each MSM ran at. Blocks of 64 won 4-5%
+    // on the tables' MSMs at 8 warps by their smaller waves (H100, session
+    // 43). A forced register bound (384-thread blocks, 168 registers) lost
+    // on an H200; a `__maxnreg__` of 144 spills ~100 bytes a thread.
     // Segments come in whole waves of the blocks an SM holds, as near
     // `tuning.threads_per_sm` as whole waves go, so no SM idles through a
     // last partial wave. The levels above reduce the segments' slots
@@ -166,6 +167,7 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const uint32_t nseg1 = (2 * nseg0 + seg_up - 1) / seg_up;
 
     phase_clock clock{s, a->tuning.profile};
+    clock.level0((const void*)accumulate_table, held, block0);
     stream_buf<bucket_h> buckets{(size_t)sentinel + 1, s};
     const size_t bucket_bytes = ((size_t)sentinel + 1) * sizeof(bucket_h);
     CUDA_OK(cudaMemsetAsync((bucket_h*)buckets, 0, bucket_bytes, s));
