@@ -167,7 +167,8 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     const uint32_t nseg1 = (2 * nseg0 + seg_up - 1) / seg_up;
 
     phase_clock clock{s, a->tuning.profile};
-    clock.level0((const void*)accumulate_table, held, block0);
+    if (!pairs)
+        clock.level0((const void*)accumulate_table, held, block0);
     stream_buf<bucket_h> buckets{(size_t)sentinel + 1, s};
     const size_t bucket_bytes = ((size_t)sentinel + 1) * sizeof(bucket_h);
     CUDA_OK(cudaMemsetAsync((bucket_h*)buckets, 0, bucket_bytes, s));
