@@ -23,8 +23,10 @@
 #   scripts/h200.sh madd       (the mixed addition's rate: from registers, two sums a thread, random reads, read ahead)
 #   scripts/h200.sh stalls     (CUPTI PC sampling: stall reasons of the mixed-addition probe's modes and of a dense G1
 #                               2^26 MSM's kernels, level 0's PCs in $OUT/stalls_dense26.csv)
-#   scripts/h200.sh occupancy  (level 0 at 14, 12 and 8 warps an SM (blocks of 64, 128, 256) and fused, interleaved;
+#   scripts/h200.sh occupancy  (level 0 at 14 and 12 warps an SM (blocks of 64, 128) and fused, interleaved;
 #                               the registers each ran at from the profile; GPU tests)
+#   scripts/h200.sh ahead      (level 0 prefetching the point 2 and 8 entries ahead vs none, blocks of 64 vs 128,
+#                               interleaved: G1 2^24 table, dense G1 2^26, G2 2^26; GPU tests)
 #   scripts/h200.sh fused      (level 0 and the ones with Y3 as one dot product vs the inlined addition, as `looped`)
 #   scripts/h200.sh looped     (level 0 and the ones with sppark's looped addition vs the inlined one: G1/G2 2^24
 #                               tables, dense G1 2^26/2^27 and G2 2^26, phases, SM clock; chain 2^20 x 10 each way)
@@ -419,17 +421,31 @@ looped)
   compare_add looped
   ;;
 occupancy)
-  # #27: does level 0 gain from warps? On binaries whose level 0 of G1
-  # holds 140-148 registers (the profile lines say: `| level 0: N
-  # registers, ... W warps an SM`), blocks of 64, 128 and 256 hold 14, 12
-  # and 8 warps an SM; with the fused addition at 64 beside them,
+  # #27: does level 0 gain from warps? Level 0 of G1 holds 134 registers
+  # (the profile lines say: `| level 0: N registers, ... W warps an SM`), so
+  # blocks of 64 and 128 hold 14 and 12 warps an SM (G2: 12 in either; 256
+  # asked runs as 128; binaries of 54f83a8 and before had a kernel
+  # per block size, 256 at 8 warps); with the fused addition at 64 beside them,
   # interleaved, every result compared with msm_t's: the G1 2^24 table,
   # dense G1 2^26 and 2^27 and G2 2^26 at window 20. Then the GPU tests.
-  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="fused add" CUZK_MSM_BLOCKS=128,256 CUZK_MSM_G1=${TABLES_G1:-24} \
+  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="fused add" CUZK_MSM_BLOCKS=${BLOCKS:-128,256} CUZK_MSM_G1=${TABLES_G1:-24} \
       CUZK_MSM_G2=${TABLES_G2:-} CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} CUZK_MSM_PLAIN_G2=${PLAIN_G2:-26} \
       CUZK_MSM_PLAIN_WINDOWS=20 timeout ${MSM_S:-300} "$bin/msm" > "$out/occupancy.log" 2>&1
   grep -E "^G[12]|panicked" "$out/occupancy.log"
   grep -oE "level 0: .*" "$out/occupancy.log" | sort | uniq -c
+  timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
+  ;;
+ahead)
+  # #27: level 0 asking L2 for the point AHEADS entries ahead (tuning.ahead,
+  # default none) against none, and in blocks of 128 (12 warps an SM for G1
+  # against 14 in 64), interleaved, every result compared with msm_t's: the
+  # G1 2^24 table, dense G1 2^26 (and PLAIN) and G2 2^26 at window 20, each
+  # MSM's phases and the registers it ran at. Then the GPU tests.
+  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS= CUZK_MSM_AHEADS=${AHEADS:-2,8} CUZK_MSM_BLOCKS=128 CUZK_MSM_G1=${TABLES_G1:-24} \
+      CUZK_MSM_G2=${TABLES_G2:-} CUZK_MSM_PLAIN_G1=${PLAIN:-26} CUZK_MSM_PLAIN_G2=${PLAIN_G2:-26} \
+      CUZK_MSM_PLAIN_WINDOWS=20 timeout ${MSM_S:-300} "$bin/msm" > "$out/ahead.log" 2>&1
+  grep -E "^G[12]|panicked" "$out/ahead.log"
+  grep -oE "accumulate [0-9.]+ ms|level 0: .*" "$out/ahead.log" | paste - - | sort | uniq -c | head -40
   timeout $(( $(left) - 5 )) "$bin/gpu_ops" --test-threads 1 2>&1 | grep -E "^test |test result|panicked|skipping"
   ;;
 fused)

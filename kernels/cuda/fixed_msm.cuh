@@ -118,42 +118,35 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
     stream_t& s = as_stream_t(stream);
     const uint32_t sms = s.sm_count();
 
-    // Level 0's blocks are `tuning.block` threads (64, 128 or 256; runs
-    // added, always 256) with no register bound. As built (whole-program,
-    // kernels/build.rs) G1's addition holds 140-148 registers: a 64-thread
-    // block leaves room for seven an SM (14 warps), a 256-thread one for one
-    // (8); G2's 166-186, 12 warps and 8. But ptxas' choice is not stable:
-    // as relocatable device code it held 210 (8 warps at every block size,
-    // every measurement before session 45), and a register bound on another
-    // instance of this kernel brought 210 back (session 46), so the profile
-    // prints the registers and warps each MSM ran at. Blocks of 64 won 4-5%
-    // on the tables' MSMs at 8 warps by their smaller waves (H100, session
-    // 43). A forced register bound (384-thread blocks, 168 registers) lost
-    // on an H200; a `__maxnreg__` of 144 spills ~100 bytes a thread.
+    // Level 0's blocks are `tuning.block` threads, 64 or 128 (256 asked:
+    // 128; runs added: 128), on one kernel with no register bound: the
+    // block size picks the warps an SM holds at the registers it has (as
+    // built whole-program, kernels/build.rs: G1's addition 134, so 14 warps
+    // in blocks of 64 and 12 in 128; G2's 166, 12 in either). ptxas'
+    // choice is not stable (as relocatable device code, 210: 8 warps, every
+    // measurement before session 45), so the profile prints the registers
+    // and warps each MSM ran at. Blocks of 64 won 4-5% on the tables' MSMs
+    // at 8 warps by their smaller waves (H100, session 43). A forced
+    // register bound (384-thread blocks, 168 registers) lost on an H200; a
+    // bound of 144 spills ~100 bytes a thread.
     // Segments come in whole waves of the blocks an SM holds, as near
     // `tuning.threads_per_sm` as whole waves go, so no SM idles through a
     // last partial wave. The levels above reduce the segments' slots
     // `tuning.edge_seg` at a time (on an H200, 4 beat 16 and 64).
     const bool stored = !a->tuning.runs_added;
-    const uint32_t block0 = stored ? block_size(a->tuning.block) : 256;
+    const uint32_t block0 =
+        stored ? std::min<uint32_t>(block_size(a->tuning.block), FM_BLOCK_MAX) : FM_BLOCK_MAX;
     const cuzk_add_form add = a->tuning.add;
     // Each accumulation level's kernel, with runs ending as `stored` says and
     // level 0's additions in the form the tuning names (inlined where runs
     // are added, the earlier way).
     constexpr cuzk_add_form L = CUZK_ADD_LOOPED, F = CUZK_ADD_FUSED;
-    const auto accumulate_table =
-        !stored         ? fm_accumulate<FROM_TABLE, RUNS_ADDED, 256>
-        : add == L      ? (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64, L>
-                           : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128, L>
-                                           : fm_accumulate<FROM_TABLE, RUNS_STORED, 256, L>)
-        : add == F      ? (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64, F>
-                           : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128, F>
-                                           : fm_accumulate<FROM_TABLE, RUNS_STORED, 256, F>)
-                        : (block0 == 64    ? fm_accumulate<FROM_TABLE, RUNS_STORED, 64>
-                           : block0 == 128 ? fm_accumulate<FROM_TABLE, RUNS_STORED, 128>
-                                           : fm_accumulate<FROM_TABLE, RUNS_STORED, 256>);
-    const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED, 256>
-                                         : fm_accumulate<FROM_PARTIALS, RUNS_ADDED, 256>;
+    const auto accumulate_table = !stored   ? fm_accumulate<FROM_TABLE, RUNS_ADDED>
+                                  : add == L ? fm_accumulate<FROM_TABLE, RUNS_STORED, L>
+                                  : add == F ? fm_accumulate<FROM_TABLE, RUNS_STORED, F>
+                                             : fm_accumulate<FROM_TABLE, RUNS_STORED>;
+    const auto accumulate_edges = stored ? fm_accumulate<FROM_PARTIALS, RUNS_STORED>
+                                         : fm_accumulate<FROM_PARTIALS, RUNS_ADDED>;
     const auto accumulate_pairs = stored ? fm_accumulate_pairs<RUNS_STORED, 256>
                                          : fm_accumulate_pairs<RUNS_ADDED, 256>;
     int held = 0;
@@ -226,16 +219,16 @@ extern "C" RustError CUZK_FN(msm_fixed)(int device, void* stream,
         else
             accumulate_table<<<blocks_for(nseg, block0), block0, 0, s>>>(
                 into, slot_k[0], slot_v[0], dk.Current(), dv.Current(), nullptr, nz, 0,
-                seg0, nseg, base, extra, tab->ntab, sentinel);
+                seg0, nseg, base, extra, tab->ntab, sentinel, a->tuning.ahead);
         CUDA_OK(cudaGetLastError());
         clock.mark("accumulate");
         // Reduce the edge slots, level by level, until one segment holds them.
         for (int from = 0; nseg > 1; from ^= 1) {
             const uint32_t count = 2 * nseg;
             nseg = (count + seg_up - 1) / seg_up;
-            accumulate_edges<<<blocks_for(nseg, 256), 256, 0, s>>>(
+            accumulate_edges<<<blocks_for(nseg, FM_BLOCK_MAX), FM_BLOCK_MAX, 0, s>>>(
                 into, slot_k[from ^ 1], slot_v[from ^ 1], slot_k[from], nullptr,
-                slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel);
+                slot_v[from], nullptr, count, seg_up, nseg, nullptr, nullptr, 0, sentinel, 0);
             CUDA_OK(cudaGetLastError());
         }
         clock.mark("edges");

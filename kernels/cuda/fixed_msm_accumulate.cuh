@@ -80,6 +80,16 @@ const affine_h* fm_entry(const affine_h* base, const affine_h* extra, uint64_t n
     return i < ntab ? &base[i] : &extra[i - ntab];
 }
 
+// Asks L2 for entry v of a table without waiting for it (no register holds
+// it): the one or two 128-byte lines a point of either group spans.
+__device__ __forceinline__
+void fm_prefetch(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v)
+{
+    const char* p = reinterpret_cast<const char*>(fm_entry(base, extra, ntab, v));
+    asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
+    asm volatile("prefetch.global.L2 [%0];" :: "l"(p + sizeof(affine_h) - 1));
+}
+
 // Entry v of a table (the sign applied by the caller).
 __device__ __forceinline__
 affine_t fm_point(const affine_h* base, const affine_h* extra, uint64_t ntab, uint32_t v)
@@ -88,23 +98,32 @@ affine_t fm_point(const affine_h* base, const affine_h* extra, uint64_t ntab, ui
 }
 #endif
 
-// How an accumulation level reads its entries: table points (level 0; with
-// the next point loaded while the current one is added, or not) or partial
-// buckets (the levels above).
+// How an accumulation level reads its entries: table points (level 0) or
+// partial buckets (the levels above).
 enum fm_source { FROM_PARTIALS, FROM_TABLE };
 
 // One accumulation level over `m` sorted keys (read from `m_ptr` when set):
 // segment t = [t*seg, (t+1)*seg) of entries, each a table point (with sign)
 // or, above level 0, a partial bucket, added in the form `ADD` names. Slots
 // unused keep the order sorted: the head takes the segment's first key, the
-// tail its last, at infinity.
-template<fm_source SOURCE, fm_runs RUNS, int THREADS, cuzk_add_form ADD = CUZK_ADD_INLINED>
-__launch_bounds__(THREADS) __global__
+// tail its last, at infinity. Level 0 with `ahead` > 0 prefetches the point
+// of entry e + ahead into L2 while it adds entry e's; the entry's index is
+// read an iteration before its prefetch, so the prefetch never waits on it.
+// One kernel serves both block sizes (FM_BLOCK_MAX threads or half that):
+// a kernel per size let the compiler shape each one apart, and their
+// registers drifted apart with edits (G1: 140 in blocks of 64 and 144 in
+// 256, then 184 and 134), so the occupancy a block size bought changed with
+// unrelated code. Bounded to 128 threads, ptxas gives G2 166 registers
+// where a bound of 256 gives it 182 (12 warps an SM in blocks of 64 against
+// 10); G1 134 either way.
+constexpr int FM_BLOCK_MAX = 128;
+template<fm_source SOURCE, fm_runs RUNS, cuzk_add_form ADD = CUZK_ADD_INLINED>
+__launch_bounds__(FM_BLOCK_MAX) __global__
 void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
                    const uint32_t* keys, const uint32_t* vals, const bucket_h* partial,
                    const uint32_t* m_ptr, uint32_t m_, uint32_t seg, uint32_t nseg,
                    const affine_h* base, const affine_h* extra, uint64_t ntab,
-                   uint32_t sentinel)
+                   uint32_t sentinel, uint32_t ahead)
 {
 #ifdef __CUDA_ARCH__
     const uint32_t t = lane_group();
@@ -125,8 +144,17 @@ void fm_accumulate(bucket_h* buckets, uint32_t* slot_keys, bucket_h* slot_vals,
     uint32_t key = first, rs = s0;
     bucket_t acc;
     acc.inf();
+    // vals[e + ahead], for the prefetch at entry e.
+    uint32_t v_ahead = SOURCE == FROM_TABLE && ahead && s0 + ahead < s1 ? vals[s0 + ahead] : 0;
     #pragma unroll 1
     for (uint32_t e = s0; e < s1; e++) {
+        if constexpr (SOURCE == FROM_TABLE) {
+            if (ahead && e + ahead < s1) {
+                fm_prefetch(base, extra, ntab, v_ahead);
+                if (e + ahead + 1 < s1)
+                    v_ahead = vals[e + ahead + 1];
+            }
+        }
         const uint32_t k = keys[e];
         if (k != key) {
             fm_flush<RUNS>(buckets, sk, sv, keys, key, acc, rs, e, s0, s1, m, head_open,

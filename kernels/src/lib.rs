@@ -148,11 +148,17 @@ pub struct MsmTuning {
     /// Bucket-reduction threads per SM, at most (each sums a chunk of at
     /// least 32 buckets).
     pub reduce_per_sm: u32,
-    /// Level-0 threads per block with runs stored: 64, 128 or 256 (others
-    /// round down to one of these; below 64, 64). Fewer threads a block fit
-    /// more warps an SM where the addition's registers leave a 256-thread
-    /// block's worth of room and a bit.
+    /// Threads per block of level 0 with runs stored, 64 or 128 (above, 128;
+    /// below, 64), and of the ones' sums, 64, 128 or 256 (others round down
+    /// to one of these; below 64, 64). Fewer threads a block fit more warps
+    /// an SM where the addition's registers leave a 256-thread block's
+    /// worth of room and a bit.
     pub block: u32,
+    /// Level 0 asks L2 for the table point of the entry this many ahead of
+    /// the one it adds (`prefetch.global.L2`, no registers held for it), so
+    /// the random read's latency, and its page walk, overlap the additions
+    /// between; 0: none. Unmeasured, so off by default.
+    pub ahead: u32,
     /// How level 0 and the ones' sums add a point into a sum.
     pub add: AddForm,
     /// Level 0 adds table entries in affine pairs (measured slower: H100,
@@ -183,6 +189,7 @@ impl Default for MsmTuning {
             // 2^24 279.1 against 293.3, dense G1 2^26 425.4 against 427.6
             // (`scripts/h200.sh blocks`); 128 within 0.3% of 64.
             block: 64,
+            ahead: 0,
             // Inlined: the looped form was 3-7% slower everywhere (H100,
             // `scripts/h200.sh looped`).
             add: AddForm::Inlined,
@@ -329,6 +336,12 @@ const _: () = {
     assert!(size_of::<FixedBaseArgs>() == 56);
     assert!(offset_of!(FixedBaseArgs, prefix) == 32);
     assert!(offset_of!(FixedBaseArgs, window) == 48);
+    assert!(size_of::<MsmTuning>() == 32);
+    assert!(offset_of!(MsmTuning, ahead) == 16);
+    assert!(offset_of!(MsmTuning, add) == 20);
+    assert!(size_of::<FixedMsmArgs>() == 120);
+    assert!(offset_of!(FixedMsmArgs, form) == 80);
+    assert!(offset_of!(FixedMsmArgs, tuning) == 84);
 };
 
 macro_rules! kernels {
