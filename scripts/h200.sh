@@ -428,7 +428,7 @@ occupancy)
   # per block size, 256 at 8 warps); with the fused addition at 64 beside them,
   # interleaved, every result compared with msm_t's: the G1 2^24 table,
   # dense G1 2^26 and 2^27 and G2 2^26 at window 20. Then the GPU tests.
-  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="fused add" CUZK_MSM_BLOCKS=${BLOCKS:-128,256} CUZK_MSM_G1=${TABLES_G1:-24} \
+  CUZK_MSM_PROFILE=1 CUZK_MSM_WAYS="fused add" CUZK_MSM_BLOCKS=${BLOCKS:-128} CUZK_MSM_G1=${TABLES_G1:-24} \
       CUZK_MSM_G2=${TABLES_G2:-} CUZK_MSM_PLAIN_G1=${PLAIN:-26,27} CUZK_MSM_PLAIN_G2=${PLAIN_G2:-26} \
       CUZK_MSM_PLAIN_WINDOWS=20 timeout ${MSM_S:-300} "$bin/msm" > "$out/occupancy.log" 2>&1
   grep -E "^G[12]|panicked" "$out/occupancy.log"
