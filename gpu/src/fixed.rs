@@ -497,7 +497,8 @@ pub fn msm_fixed_tuned<C: FixedCurve>(
 /// benchmarks' knobs read once from the environment (`CUZK_MSM_THREADS`:
 /// level-0 threads per SM; `CUZK_MSM_EDGE_SEG`: slots per segment above
 /// level 0; `CUZK_MSM_REDUCE_PER_SM`: bucket-reduction threads per SM;
-/// `CUZK_MSM_BLOCK`: level-0 threads per block, 64, 128 or 256;
+/// `CUZK_MSM_BLOCK`: threads per block, 64 or 128 for level 0 (256 runs as
+/// 128), 64, 128 or 256 for the ones' sums;
 /// `CUZK_MSM_AHEAD`: level 0 prefetches the point this many entries ahead;
 /// `CUZK_MSM_PAIRS=1`: level 0 in affine pairs; `CUZK_MSM_PROFILE`: each
 /// phase's device time to stderr; `CUZK_MSM_RUNS_ADDED=1` or `0`: runs

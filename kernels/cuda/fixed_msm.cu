@@ -29,7 +29,7 @@ struct cuzk_msm_tuning {
     uint32_t threads_per_sm; // level-0 accumulation threads per SM
     uint32_t edge_seg;       // slots per segment above level 0
     uint32_t reduce_per_sm;  // bucket-reduction threads per SM (at most)
-    uint32_t block;          // level-0 threads per block (64, 128 or 256)
+    uint32_t block;          // threads per block: level 0's 64 or 128, the ones' sums' 64, 128 or 256
     uint32_t ahead;          // level 0 prefetches the point this many entries ahead (0: none)
     cuzk_add_form add;       // level 0's and the ones' additions: inlined, looped or fused
     bool pairs;              // level 0 in affine pairs (measured slower)
